@@ -1,0 +1,3 @@
+from cloudrunner.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,63 @@
+"""The `cloudrunner` command: argument parsing and the single error boundary.
+
+Each subcommand lives in the module that owns its job; this file only wires them up
+and maps errors to exit codes, so no traceback reaches a user for an expected failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from cloudrunner import __version__
+from cloudrunner.errors import CloudrunnerError, ExitCode
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _add_images(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from cloudrunner import images
+
+    p = sub.add_parser("images", help="build the hook runtime images locally")
+    isub = p.add_subparsers(dest="images_command", required=True, metavar="COMMAND")
+    b = isub.add_parser("build", help="build cloudrunner/base and cloudrunner/hook-runtime")
+    images.add_build_arguments(b)
+    b.set_defaults(handler=images.build_command)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cloudrunner",
+        description="Run Cursor-style agent hooks for cloud agents in hardened containers.",
+    )
+    parser.add_argument("--version", action="version", version=f"cloudrunner {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in _COMMANDS:
+        add(sub)
+    return parser
+
+
+_COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
+    _add_images,
+]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except CloudrunnerError as exc:
+        print(f"cloudrunner: error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("cloudrunner: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return ExitCode.OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

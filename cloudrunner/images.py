@@ -1,0 +1,230 @@
+"""Building the hook runtime images without a registry (`cloudrunner images build`).
+
+The base image is a debootstrap of Debian bookworm minbase from the machine's own apt
+mirror, imported into the engine; the runtime image is `images/hook-runtime/Dockerfile`
+built on it. Each image carries a build key label (a hash of what it was built from), so
+a rebuild with nothing changed is skipped, and a half-built image is never tagged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+
+from cloudrunner import __version__
+from cloudrunner.docker_engine import connect
+from cloudrunner.errors import CloudrunnerError
+
+BUILD_KEY_LABEL = "cloudrunner.build-key"
+BASE_IMAGE = "cloudrunner/base:bookworm"
+RUNTIME_REPOSITORY = "cloudrunner/hook-runtime"
+DEFAULT_RUNTIME_IMAGE = f"{RUNTIME_REPOSITORY}:latest"
+SUITE = "bookworm"
+VARIANT = "minbase"
+# Bumped whenever the way the base tree is made changes, so the key changes with it.
+BASE_RECIPE = "debootstrap-minbase-v1"
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+
+
+class ImageBuildError(CloudrunnerError):
+    pass
+
+
+@dataclass(frozen=True)
+class BuildStep:
+    image: str
+    key: str
+    built: bool
+
+
+def images_dir() -> Path:
+    """The images/ folder: in the source tree, or shipped inside the package."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "images", here / "_images"):
+        if (candidate / "hook-runtime" / "Dockerfile").is_file():
+            return candidate
+    raise ImageBuildError(
+        "cannot find images/hook-runtime/Dockerfile next to the package; "
+        "run from a cloudrunner checkout or reinstall the package"
+    )
+
+
+def apt_mirror(sources_dir: Path = Path("/etc/apt")) -> str:
+    """The first plain Debian mirror in the machine's apt sources, for debootstrap."""
+    override = os.environ.get("CLOUDRUNNER_DEBIAN_MIRROR")
+    if override:
+        return override
+    texts: list[str] = []
+    for path in [sources_dir / "sources.list", *sorted((sources_dir / "sources.list.d").glob("*"))]:
+        if path.suffix in (".list", ".sources") and path.is_file():
+            texts.append(path.read_text(errors="replace"))
+    for text in texts:
+        # deb822 (.sources): "URIs: http://..."; one-line style: "deb http://... bookworm main"
+        for match in re.finditer(r"^(?:URIs:\s*|deb\s+(?:\[[^\]]*\]\s+)?)(\S+)", text, re.M):
+            uri = match.group(1)
+            if uri.rstrip("/").endswith("/debian") and uri.startswith(("http://", "https://")):
+                return uri
+    return DEFAULT_MIRROR
+
+
+def base_key() -> str:
+    return _sha256(f"{BASE_RECIPE}\n{SUITE}\n{VARIANT}\n")
+
+
+def runtime_key(dockerfile: bytes, base_image_id: str) -> str:
+    return _sha256(dockerfile.decode(errors="replace") + "\n" + base_image_id)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _existing_key(client: docker.DockerClient, ref: str) -> tuple[str | None, str | None]:
+    """(build key label, image id) of the image tagged `ref`, or (None, None)."""
+    try:
+        image = client.images.get(ref)
+    except docker.errors.ImageNotFound:
+        return None, None
+    labels: dict[str, str] = image.labels or {}
+    return labels.get(BUILD_KEY_LABEL), image.id
+
+
+def _progress(message: str) -> None:
+    print(f"images: {message}", file=sys.stderr, flush=True)
+
+
+def build_base(client: docker.DockerClient, *, force: bool = False) -> BuildStep:
+    key = base_key()
+    have, _ = _existing_key(client, BASE_IMAGE)
+    if have == key and not force:
+        _progress(f"{BASE_IMAGE} is up to date (key {key[:12]}), skipped")
+        return BuildStep(BASE_IMAGE, key, built=False)
+    debootstrap = shutil.which("debootstrap")
+    if debootstrap is None:
+        raise ImageBuildError(
+            "debootstrap is not installed; install it (apt-get install -y debootstrap) "
+            "or run `bash scripts/setup`"
+        )
+    mirror = apt_mirror()
+    with tempfile.TemporaryDirectory(prefix="cloudrunner-base-") as tmp:
+        root = Path(tmp) / "root"
+        _progress(f"debootstrap --variant={VARIANT} {SUITE} from {mirror} (about a minute)")
+        proc = subprocess.run(
+            [debootstrap, f"--variant={VARIANT}", SUITE, str(root), mirror],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0 or not (root / "usr/bin/apt-get").exists():
+            tail = "\n".join(proc.stdout.strip().splitlines()[-10:])
+            raise ImageBuildError(
+                f"debootstrap of {SUITE} from {mirror} failed (exit {proc.returncode}); "
+                "nothing was tagged. Check the mirror (or set CLOUDRUNNER_DEBIAN_MIRROR). "
+                f"Last output:\n{tail}"
+            )
+        tarball = Path(tmp) / "root.tar"
+        _progress("packing the tree")
+        subprocess.run(
+            ["tar", "--numeric-owner", "-C", str(root), "-cf", str(tarball), "."], check=True
+        )
+        _progress(f"importing as {BASE_IMAGE}")
+        repository, tag = BASE_IMAGE.split(":")
+        try:
+            client.api.import_image_from_file(
+                str(tarball),
+                repository=repository,
+                tag=tag,
+                changes=[f"LABEL {BUILD_KEY_LABEL}={key}", 'CMD ["/bin/sh"]'],
+            )
+        except docker.errors.APIError as exc:
+            raise ImageBuildError(f"docker import of {BASE_IMAGE} failed: {exc}") from exc
+    have, _ = _existing_key(client, BASE_IMAGE)
+    if have != key:
+        raise ImageBuildError(f"{BASE_IMAGE} was imported but does not carry its build key")
+    return BuildStep(BASE_IMAGE, key, built=True)
+
+
+def build_runtime(client: docker.DockerClient, *, force: bool = False) -> BuildStep:
+    context = images_dir() / "hook-runtime"
+    dockerfile = (context / "Dockerfile").read_bytes()
+    _, base_id = _existing_key(client, BASE_IMAGE)
+    if base_id is None:
+        raise ImageBuildError(f"{BASE_IMAGE} is missing; build it first")
+    key = runtime_key(dockerfile, base_id)
+    version_ref = f"{RUNTIME_REPOSITORY}:{__version__}"
+    have_version, _ = _existing_key(client, version_ref)
+    have_latest, _ = _existing_key(client, DEFAULT_RUNTIME_IMAGE)
+    if have_version == key and have_latest == key and not force:
+        _progress(f"{version_ref} and :latest are up to date (key {key[:12]}), skipped")
+        return BuildStep(version_ref, key, built=False)
+    _progress(f"building {version_ref} from {context / 'Dockerfile'}")
+    image_id: str | None = None
+    for chunk in _stream_build(client, context, version_ref, key):
+        if "stream" in chunk:
+            line = str(chunk["stream"]).rstrip()
+            if line.startswith("Step "):
+                _progress(line)
+        if "error" in chunk:
+            raise ImageBuildError(
+                f"building {version_ref} failed: {str(chunk['error']).strip()}; nothing was tagged"
+            )
+        aux = chunk.get("aux")
+        if isinstance(aux, dict) and "ID" in aux:
+            image_id = str(aux["ID"])
+    if image_id is None:
+        raise ImageBuildError(f"building {version_ref} ended without an image")
+    client.images.get(image_id).tag(RUNTIME_REPOSITORY, "latest")
+    _progress(f"tagged {version_ref} and {DEFAULT_RUNTIME_IMAGE}")
+    return BuildStep(version_ref, key, built=True)
+
+
+def _stream_build(
+    client: docker.DockerClient, context: Path, tag: str, key: str
+) -> Iterator[dict[str, Any]]:
+    try:
+        yield from client.api.build(
+            path=str(context),
+            tag=tag,
+            buildargs={"BASE": BASE_IMAGE},
+            labels={BUILD_KEY_LABEL: key},
+            rm=True,
+            forcerm=True,
+            decode=True,
+        )
+    except docker.errors.APIError as exc:
+        raise ImageBuildError(f"building {tag} failed: {exc}; nothing was tagged") from exc
+
+
+def build_all(*, force: bool = False) -> list[BuildStep]:
+    client = connect()
+    try:
+        return [build_base(client, force=force), build_runtime(client, force=force)]
+    finally:
+        client.close()
+
+
+def add_build_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--force", action="store_true", help="rebuild even when the build keys match"
+    )
+
+
+def build_command(args: argparse.Namespace) -> int:
+    for step in build_all(force=bool(args.force)):
+        state = "built" if step.built else "up to date"
+        print(f"{step.image}\t{state}\t{step.key[:12]}")
+    return 0

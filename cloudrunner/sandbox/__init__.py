@@ -1,0 +1,1 @@
+"""Running one hook command in a hardened Docker container."""

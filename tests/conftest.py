@@ -1,0 +1,69 @@
+"""Fixtures shared by every test layer.
+
+Docker fixtures live here (not in tests/integration) because both the integration and
+the end-to-end tests need them. `docker_client` never skips under CI=true: a CI run with
+no engine is a broken CI run, not a run with fewer tests.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import docker
+import docker.errors
+import pytest
+
+from tests.support.docker_tracking import DockerTracker
+
+RUNTIME_IMAGE = os.environ.get("CLOUDRUNNER_TEST_IMAGE", "cloudrunner/hook-runtime:latest")
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Iterator[docker.DockerClient]:
+    try:
+        client = docker.from_env(timeout=60)
+        client.ping()
+    except docker.errors.DockerException as exc:
+        message = (
+            f"no Docker engine answers ({exc}); run `bash scripts/docker-up` "
+            "and `cloudrunner images build` first"
+        )
+        if _in_ci():
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    try:
+        client.images.get(RUNTIME_IMAGE)
+    except docker.errors.ImageNotFound:
+        message = f"image {RUNTIME_IMAGE} is missing; run `cloudrunner images build`"
+        if _in_ci():
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def docker_tracker(docker_client: docker.DockerClient) -> Iterator[DockerTracker]:
+    """Tracks every container and network a test makes and removes them, pass or fail.
+
+    Code under test labels what it creates with `cloudrunner.worker=<tracker.worker_id>`;
+    anything else the test makes by hand it passes to `tracker.track(...)`.
+    """
+    tracker = DockerTracker(docker_client, worker_id=f"test-{uuid.uuid4().hex[:12]}")
+    try:
+        yield tracker
+    finally:
+        leftovers = tracker.cleanup()
+    # Reported after cleanup so a leak fails the test that caused it without leaving anything.
+    assert not leftovers, f"containers left running by the test were removed: {leftovers}"
+
+
+@pytest.fixture
+def runtime_image() -> str:
+    return RUNTIME_IMAGE

@@ -53,12 +53,14 @@ class BuildStep:
 def images_dir() -> Path:
     """The images/ folder: in the source tree, or shipped inside the package."""
     here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "images", here / "_images"):
+    override = os.environ.get("CLOUDRUNNER_IMAGES_DIR")
+    candidates = [Path(override)] if override else [here.parent / "images", here / "_images"]
+    for candidate in candidates:
         if (candidate / "hook-runtime" / "Dockerfile").is_file():
             return candidate
     raise ImageBuildError(
-        "cannot find images/hook-runtime/Dockerfile next to the package; "
-        "run from a cloudrunner checkout or reinstall the package"
+        "cannot find images/hook-runtime/Dockerfile next to the package; run from a "
+        "cloudrunner checkout or set CLOUDRUNNER_IMAGES_DIR to the images/ folder"
     )
 
 

@@ -1,0 +1,118 @@
+"""Per-conversation state that outlives one process: loop counts, session env, source hashes.
+
+Each conversation's state is one small JSON file under `<state_dir>/sessions/`. Every change
+is a read-modify-write under an exclusive `fcntl` lock on a sidecar lock file, and the new
+content replaces the old with an atomic rename, so concurrent `cloudrunner run` processes on
+one state directory never lose an increment and a crash never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from cloudrunner.errors import CloudrunnerError
+
+
+class SessionStateError(CloudrunnerError):
+    pass
+
+
+class SessionState(BaseModel):
+    conversation_id: str
+    #: follow-ups caused so far, per script key (see `loop_key`)
+    loop_counts: dict[str, int] = Field(default_factory=dict)
+    #: env from sessionStart answers (desktop profile); applies to every later hook
+    env: dict[str, str] = Field(default_factory=dict)
+    #: sha256 of each source file as last loaded, by source path
+    source_hashes: dict[str, str] = Field(default_factory=dict)
+    events: int = 0
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def _file_stem(conversation_id: str) -> str:
+    # Readable where the id is tame, unique always (ids are chosen by the caller).
+    readable = _SAFE.sub("_", conversation_id)[:64] or "empty"
+    digest = hashlib.sha256(conversation_id.encode()).hexdigest()[:16]
+    return f"{readable}-{digest}"
+
+
+class SessionStore:
+    def __init__(self, state_dir: Path) -> None:
+        self.directory = state_dir / "sessions"
+
+    def _paths(self, conversation_id: str) -> tuple[Path, Path]:
+        stem = _file_stem(conversation_id)
+        return self.directory / f"{stem}.json", self.directory / f"{stem}.lock"
+
+    def load(self, conversation_id: str) -> SessionState:
+        path, _ = self._paths(conversation_id)
+        return self._read(path, conversation_id)
+
+    @contextlib.contextmanager
+    def update(self, conversation_id: str) -> Iterator[SessionState]:
+        """Yield the state under the conversation's lock; write it back if the block succeeds."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SessionStateError(
+                f"cannot create the session state directory {self.directory}: {exc.strerror}; "
+                "point --state-dir at a writable directory"
+            ) from exc
+        path, lock_path = self._paths(conversation_id)
+        with open(lock_path, "a+b") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            try:
+                state = self._read(path, conversation_id)
+                before = state.model_dump()
+                yield state
+                if state.model_dump() != before:
+                    self._write(path, state)
+            finally:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+    def _read(self, path: Path, conversation_id: str) -> SessionState:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return SessionState(conversation_id=conversation_id)
+        except OSError as exc:
+            raise SessionStateError(f"cannot read session state {path}: {exc.strerror}") from exc
+        try:
+            state = SessionState.model_validate_json(raw)
+        except ValidationError as exc:
+            raise SessionStateError(
+                f"session state {path} is damaged ({exc.error_count()} problem(s)); "
+                "move it aside to start the conversation's state afresh"
+            ) from exc
+        if state.conversation_id != conversation_id:
+            raise SessionStateError(
+                f"session state {path} belongs to another conversation "
+                f"({state.conversation_id!r}); move it aside"
+            )
+        return state
+
+    def _write(self, path: Path, state: SessionState) -> None:
+        data = json.dumps(state.model_dump(), indent=1, sort_keys=True).encode() + b"\n"
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise

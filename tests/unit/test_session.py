@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from cloudrunner.session import SessionStateError, SessionStore
+
+
+def _bump(state_dir: str, times: int) -> None:
+    store = SessionStore(Path(state_dir))
+    for _ in range(times):
+        with store.update("conv/1") as state:
+            state.loop_counts["stop:a"] = state.loop_counts.get("stop:a", 0) + 1
+
+
+def test_state_survives_a_new_store_and_keeps_conversations_apart(tmp_path: Path) -> None:
+    with SessionStore(tmp_path).update("c1") as state:
+        state.env["A"] = "1"
+        state.loop_counts["k"] = 2
+    fresh = SessionStore(tmp_path)
+    assert fresh.load("c1").env == {"A": "1"}
+    assert fresh.load("c1").loop_counts == {"k": 2}
+    assert fresh.load("c2").loop_counts == {}
+
+
+def test_concurrent_processes_never_lose_an_increment(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_bump, args=(str(tmp_path), 25)) for _ in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    assert SessionStore(tmp_path).load("conv/1").loop_counts["stop:a"] == 150
+
+
+def test_a_failing_block_writes_nothing(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    with pytest.raises(RuntimeError), store.update("c") as state:
+        state.loop_counts["k"] = 9
+        raise RuntimeError("boom")
+    assert store.load("c").loop_counts == {}
+
+
+def test_damaged_state_is_a_clear_error(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    with store.update("c") as state:
+        state.events = 1
+    (path,) = (tmp_path / "sessions").glob("*.json")
+    path.write_text("{not json")
+    with pytest.raises(SessionStateError, match=r"damaged.*move it aside"):
+        store.load("c")
+
+
+def test_unwritable_state_dir_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(SessionStateError, match="--state-dir"), SessionStore(blocker).update("c"):
+        pass

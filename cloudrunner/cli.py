@@ -26,6 +26,13 @@ def _add_images(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     b.set_defaults(handler=images.build_command)
 
 
+def _add_gate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from cloudrunner import gate
+
+    p = sub.add_parser("gate", help="hold the writability gate open or closed, or show it")
+    gate.add_arguments(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cloudrunner",
@@ -40,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     _add_images,
+    _add_gate,
 ]
 
 

@@ -1,0 +1,307 @@
+"""The writability gate (spec section 7): no hooks load or run until the workspace is writable.
+
+A cloud agent may begin in a read-only environment. The gate is open when the workspace is
+really writable, which only a real write can tell: permission bits say nothing about a
+read-only mount, and root passes every permission check but still gets EROFS. So the probe
+creates, writes, fsyncs and removes a uniquely named file in the workspace root.
+
+The operator can also hold the gate: the mode persisted in the state directory is `auto`
+(follow the probe; the default), `open` (hooks run whatever the probe says) or `closed`
+(nothing runs). The state file is replaced atomically under an exclusive lock, so several
+worker processes sharing one state directory always read a whole, current state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import socket
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from cloudrunner.errors import CloudrunnerError
+
+STATE_FILE = "gate.json"
+LOCK_FILE = "gate.lock"
+PROBE_PREFIX = ".cloudrunner-write-probe-"
+STATE_DIR_ENV = "CLOUDRUNNER_STATE_DIR"
+
+
+class GateError(CloudrunnerError):
+    pass
+
+
+class GateMode(StrEnum):
+    AUTO = "auto"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """Whether a file could really be written in `path`; `detail` says why not."""
+
+    path: Path
+    writable: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class GateState:
+    """The persisted mode; `generation` grows by one on every change, across processes."""
+
+    mode: GateMode
+    generation: int
+    changed_at: str | None
+    changed_by: str | None
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """What the gate says for one event: `open` means hooks may load and run."""
+
+    open: bool
+    mode: GateMode
+    probe: ProbeResult | None
+    reason: str
+    generation: int
+
+
+# --------------------------------------------------------------------------- probe
+
+
+def probe_writable(workspace: Path) -> ProbeResult:
+    """Create, write, fsync and remove a uniquely named file in `workspace`.
+
+    Never raises for an unwritable workspace: that is a result, not an error.
+    """
+    name = f"{PROBE_PREFIX}{os.getpid()}-{uuid.uuid4().hex}"
+    target = workspace / name
+    if not workspace.is_dir():
+        return ProbeResult(workspace, False, "the workspace directory does not exist")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(target, flags, 0o600)
+    except OSError as exc:
+        return ProbeResult(workspace, False, _describe(exc, "create a file"))
+    failure: str | None = None
+    try:
+        try:
+            os.write(fd, b"cloudrunner write probe\n")
+            # fsync: a full disk or a failing device may only report at flush time.
+            os.fsync(fd)
+        except OSError as exc:
+            failure = _describe(exc, "write and flush a file")
+        finally:
+            os.close(fd)
+    finally:
+        try:
+            os.unlink(target)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            failure = failure or _describe(exc, f"remove the probe file {name}")
+    if failure is not None:
+        return ProbeResult(workspace, False, failure)
+    return ProbeResult(workspace, True, "a file was created, written, flushed and removed")
+
+
+def _describe(exc: OSError, what: str) -> str:
+    code = errno.errorcode.get(exc.errno or 0, "error")
+    return f"cannot {what}: {exc.strerror or exc} ({code})"
+
+
+# --------------------------------------------------------------------------- state
+
+
+def _state_path(state_dir: Path) -> Path:
+    return state_dir / STATE_FILE
+
+
+def read_state(state_dir: Path) -> GateState:
+    """The persisted state; a state directory without one is in `auto` mode."""
+    path = _state_path(state_dir)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return GateState(GateMode.AUTO, 0, None, None)
+    except OSError as exc:
+        raise GateError(f"cannot read gate state {path}: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+        mode = GateMode(data["mode"])
+        generation = int(data.get("generation", 0))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise GateError(
+            f"gate state {path} is damaged ({exc.__class__.__name__}: {exc}); "
+            "set it again with `cloudrunner gate open|close|auto --state-dir "
+            f"{state_dir}`"
+        ) from None
+    return GateState(mode, generation, data.get("changed_at"), data.get("changed_by"))
+
+
+@contextlib.contextmanager
+def _locked(state_dir: Path) -> Iterator[None]:
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise GateError(
+            f"cannot use state directory {state_dir}: {exc.strerror}; give a writable --state-dir"
+        ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def set_mode(state_dir: Path, mode: GateMode) -> GateState:
+    """Persist `mode`; safe when several processes change and read it at once."""
+    with _locked(state_dir):
+        current = read_state(state_dir) if _state_path(state_dir).exists() else None
+        state = GateState(
+            mode=mode,
+            generation=(current.generation if current else 0) + 1,
+            changed_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            changed_by=f"pid {os.getpid()} on {socket.gethostname()}",
+        )
+        _write_atomically(
+            _state_path(state_dir),
+            {
+                "mode": state.mode.value,
+                "generation": state.generation,
+                "changed_at": state.changed_at,
+                "changed_by": state.changed_by,
+            },
+        )
+    return state
+
+
+def _write_atomically(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise GateError(f"cannot write gate state {path}: {exc.strerror}") from None
+
+
+# --------------------------------------------------------------------------- decision
+
+
+def evaluate(workspace: Path, state_dir: Path) -> GateDecision:
+    """The gate for the next event: call once per event, before any hooks file is read.
+
+    `closed` skips the probe (nothing may touch the workspace); `open` and `auto` probe,
+    so the decision and the audit record always say what the workspace really is.
+    """
+    state = read_state(state_dir)
+    if state.mode is GateMode.CLOSED:
+        return GateDecision(False, state.mode, None, "the gate is held closed", state.generation)
+    probe = probe_writable(workspace)
+    if state.mode is GateMode.OPEN:
+        reason = "the gate is held open"
+        if not probe.writable:
+            reason += f" (the workspace is not writable: {probe.detail})"
+        return GateDecision(True, state.mode, probe, reason, state.generation)
+    if probe.writable:
+        return GateDecision(True, state.mode, probe, "the workspace is writable", state.generation)
+    return GateDecision(
+        False,
+        state.mode,
+        probe,
+        f"the workspace is not writable yet: {probe.detail}",
+        state.generation,
+    )
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    gsub = parser.add_subparsers(dest="gate_command", required=True, metavar="COMMAND")
+    helps = {
+        "open": "hold the gate open: hooks run even if the workspace probe fails",
+        "close": "hold the gate closed: no hooks file is read and no hook runs",
+        "auto": "let the workspace probe decide (the default)",
+        "status": "print the gate mode and the result of a workspace probe",
+    }
+    for name, text in helps.items():
+        p = gsub.add_parser(name, help=text, description=text)
+        p.add_argument(
+            "--state-dir",
+            type=Path,
+            default=os.environ.get(STATE_DIR_ENV) or None,
+            help=f"the worker's state directory (default: ${STATE_DIR_ENV})",
+        )
+        if name == "status":
+            p.add_argument(
+                "--workspace",
+                type=Path,
+                default=None,
+                help="the workspace to probe (default: the current directory)",
+            )
+            p.add_argument("--json", action="store_true", help="print one JSON object")
+        p.set_defaults(handler=command, gate_command=name)
+
+
+_MODES = {"open": GateMode.OPEN, "close": GateMode.CLOSED, "auto": GateMode.AUTO}
+
+
+def command(args: argparse.Namespace) -> int:
+    state_dir: Path | None = args.state_dir
+    if state_dir is None:
+        raise GateError(f"no state directory: give --state-dir DIR or set ${STATE_DIR_ENV}")
+    name: str = args.gate_command
+    if name in _MODES:
+        state = set_mode(state_dir, _MODES[name])
+        print(f"gate: {state.mode.value} (generation {state.generation}) in {state_dir}")
+        return 0
+    workspace: Path = (args.workspace or Path.cwd()).absolute()
+    state = read_state(state_dir)
+    decision = evaluate(workspace, state_dir)
+    # Held closed, evaluate() leaves the workspace alone; status was asked to probe.
+    probe = decision.probe if decision.probe is not None else probe_writable(workspace)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "mode": state.mode.value,
+                    "generation": state.generation,
+                    "changed_at": state.changed_at,
+                    "open": decision.open,
+                    "reason": decision.reason,
+                    "workspace": str(probe.path),
+                    "writable": probe.writable,
+                    "probe": probe.detail,
+                }
+            )
+        )
+        return 0
+    out = sys.stdout
+    out.write(f"mode:      {state.mode.value} (generation {state.generation})\n")
+    out.write(f"workspace: {probe.path}\n")
+    out.write(f"probe:     {'writable' if probe.writable else 'not writable'}: {probe.detail}\n")
+    out.write(f"gate:      {'open' if decision.open else 'closed'}: {decision.reason}\n")
+    return 0

@@ -1,0 +1,307 @@
+"""Worker settings: defaults, a TOML file, `CLOUDRUNNER_*` environment variables, flags.
+
+Later layers override earlier ones key by key. The file is read with tomllib and written
+(`cloudrunner config init`, `config show`) with tomli-w. Every key is checked: a misspelt
+key or a wrong type is an error naming the file (or variable) and the key, never ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import tomli_w
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from cloudrunner.errors import CloudrunnerError
+from cloudrunner.sandbox.limits import SandboxProfile
+
+DEFAULT_CONFIG_PATHS = (Path("/etc/cloudrunner/config.toml"),)
+DEFAULT_STATE_DIR = Path("/var/lib/cloudrunner")
+
+
+class SettingsError(CloudrunnerError):
+    pass
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, use_attribute_docstrings=True
+    )
+
+
+class SourcesSettings(_Section):
+    enterprise_hooks: Path = Path("/etc/cursor/hooks.json")
+    """the managed enterprise hooks file; a missing file means no enterprise hooks"""
+    team_hooks: Path | None = None
+    """the operator-given team hooks file or directory; empty means none"""
+    user_home: Path | None = None
+    """home directory whose ~/.cursor/hooks.json the desktop profile loads; empty means $HOME"""
+    trust_project_hooks: bool = True
+    """project hooks run only in a trusted workspace (spec section 2, Decision: trusted)"""
+
+
+class WorkspaceSettings(_Section):
+    repo: str = ""
+    """repository URL or path to clone (https, ssh, file://, local path); empty: no clone"""
+    ref: str = ""
+    """branch, tag or commit to check out; empty: the remote's default branch"""
+    path: Path | None = None
+    """adopt this checkout in place instead of cloning"""
+    clone_dir: Path | None = None
+    """where clones go; empty: <state_dir>/workspaces"""
+    shallow: bool = True
+    """clone with depth 1 (a commit out of reach of a shallow clone is fetched by itself)"""
+    credential_env: str = "CLOUDRUNNER_GIT_TOKEN"
+    """name of the environment variable holding a token for https clones"""
+    credential_file: Path | None = None
+    """a file holding the token (read at clone time, never copied anywhere)"""
+    use_environment_json: bool = False
+    """build the hook image from the repository's .cursor/environment.json"""
+
+
+class AuditSettings(_Section):
+    path: Path | None = None
+    """the audit log; empty: <state_dir>/audit.log"""
+    fsync: Literal["always", "batch", "never"] = "batch"
+    """always: fsync each record; batch: once per event; never: leave it to the kernel"""
+    max_bytes: int = Field(default=64 * 1024 * 1024, ge=4096)
+    """rotate when the current file would grow past this many bytes"""
+    include_payload_text: bool = False
+    """store prompt text, file contents and tool outputs instead of sha256 + length"""
+    excerpt_bytes: int = Field(default=2048, ge=0, le=1024 * 1024)
+    """how much of a hook's stdout/stderr an audit record keeps"""
+
+
+SourceKindName = Literal["enterprise", "team", "project", "user"]
+
+
+class SandboxSettings(SandboxProfile):
+    """The sandbox profile for every source, plus per-source overrides."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    per_source: dict[SourceKindName, dict[str, Any]] = Field(default_factory=dict)
+    """per-source overrides of any key above, as tables [sandbox.per_source.enterprise] and
+    so on (a network other than none is for enterprise and team hooks only)"""
+
+    @model_validator(mode="after")
+    def _overrides_are_valid(self) -> SandboxSettings:
+        for kind in self.per_source:
+            profile = self.profile_for(kind)
+            if kind in ("project", "user") and profile.network != "none":
+                raise ValueError(
+                    f"per_source.{kind}.network: {kind} hooks get no network; "
+                    "only enterprise and team hooks may be given one"
+                )
+        return self
+
+    def profile_for(self, kind: str) -> SandboxProfile:
+        """The effective profile of one source kind (overrides validated by SandboxProfile)."""
+        base = self.model_dump(exclude={"per_source"})
+        over = dict(self.per_source.get(kind, {}))  # type: ignore[call-overload]
+        if "limits" in over:
+            base["limits"] = {**base["limits"], **over.pop("limits")}
+        return SandboxProfile.model_validate({**base, **over})
+
+
+class Settings(_Section):
+    profile: Literal["cloud", "desktop"] = "cloud"
+    """cloud: enterprise, team and project command hooks, the 14 cloud events;
+    desktop: all four sources and all 21 events"""
+    state_dir: Path = DEFAULT_STATE_DIR
+    """session state, gate state, clones and (by default) the audit log"""
+    worker_id: str = ""
+    """names this worker in container labels and audit records; empty: host name"""
+    hook_timeout: float = Field(default=60.0, gt=0, le=24 * 3600)
+    """a hook's timeout when its definition has none (spec section 1, Decision: 60 s)"""
+    max_parallel_hooks: int = Field(default=4, ge=1, le=64)
+    """hooks of one source that run at the same time"""
+    max_payload_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    """the largest event payload accepted on stdin"""
+    sources: SourcesSettings = Field(default_factory=SourcesSettings)
+    workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+
+    @property
+    def audit_path(self) -> Path:
+        return self.audit.path or self.state_dir / "audit.log"
+
+    @property
+    def clone_dir(self) -> Path:
+        return self.workspace.clone_dir or self.state_dir / "workspaces"
+
+    @property
+    def effective_worker_id(self) -> str:
+        return self.worker_id or os.uname().nodename
+
+
+#: environment variable -> dotted settings key. The names match the `run` flags.
+ENV_KEYS: dict[str, str] = {
+    "CLOUDRUNNER_PROFILE": "profile",
+    "CLOUDRUNNER_STATE_DIR": "state_dir",
+    "CLOUDRUNNER_WORKER_ID": "worker_id",
+    "CLOUDRUNNER_HOOK_TIMEOUT": "hook_timeout",
+    "CLOUDRUNNER_MAX_PARALLEL_HOOKS": "max_parallel_hooks",
+    "CLOUDRUNNER_MAX_PAYLOAD_BYTES": "max_payload_bytes",
+    "CLOUDRUNNER_ENTERPRISE_HOOKS": "sources.enterprise_hooks",
+    "CLOUDRUNNER_TEAM_HOOKS": "sources.team_hooks",
+    "CLOUDRUNNER_TRUST_PROJECT_HOOKS": "sources.trust_project_hooks",
+    "CLOUDRUNNER_REPO": "workspace.repo",
+    "CLOUDRUNNER_REF": "workspace.ref",
+    "CLOUDRUNNER_WORKSPACE": "workspace.path",
+    "CLOUDRUNNER_AUDIT_LOG": "audit.path",
+    "CLOUDRUNNER_AUDIT_FSYNC": "audit.fsync",
+    "CLOUDRUNNER_ISOLATION": "sandbox.isolation",
+    "CLOUDRUNNER_RUNTIME": "sandbox.runtime",
+    "CLOUDRUNNER_IMAGE": "sandbox.image",
+    "CLOUDRUNNER_NETWORK": "sandbox.network",
+}
+
+
+def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = target
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise SettingsError(f"settings key {part!r} is not a table")
+        node = child
+    node[leaf] = value
+
+
+def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise SettingsError(
+            f"settings file {path} does not exist; create one with `cloudrunner config init`"
+        ) from exc
+    except OSError as exc:
+        raise SettingsError(f"cannot read settings file {path}: {exc.strerror}") from exc
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"settings file {path} is not UTF-8 text") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"settings file {path} is not valid TOML: {exc}") from exc
+
+
+def _describe(exc: ValidationError, origin: str) -> str:
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        problem = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        problems.append(f"{where}: {problem}")
+    return f"invalid settings from {origin}: " + "; ".join(problems)
+
+
+def load_settings(
+    config: Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Defaults < TOML file < CLOUDRUNNER_* variables < `overrides` (dotted keys, from flags).
+
+    `config` None means CLOUDRUNNER_CONFIG, else the first default path that exists.
+    """
+    env = os.environ if environ is None else environ
+    data: dict[str, Any] = {}
+    origin = "defaults"
+    if config is None and env.get("CLOUDRUNNER_CONFIG"):
+        config = Path(env["CLOUDRUNNER_CONFIG"])
+    if config is None:
+        config = next((p for p in DEFAULT_CONFIG_PATHS if p.is_file()), None)
+    if config is not None:
+        data = read_toml(config)
+        origin = str(config)
+        try:
+            Settings.model_validate(data)
+        except ValidationError as exc:
+            raise SettingsError(_describe(exc, origin)) from exc
+    env_layer: dict[str, Any] = {}
+    for name, dotted in ENV_KEYS.items():
+        value = env.get(name)
+        if value is not None and value != "":
+            _set_dotted(env_layer, dotted, value)
+    flag_layer: dict[str, Any] = {}
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            _set_dotted(flag_layer, dotted, value)
+    try:
+        settings = Settings.model_validate(_deep_merge(data, env_layer))
+    except ValidationError as exc:
+        raise SettingsError(_describe(exc, "CLOUDRUNNER_* environment variables")) from exc
+    try:
+        return Settings.model_validate(_deep_merge(settings.model_dump(), flag_layer))
+    except ValidationError as exc:
+        raise SettingsError(_describe(exc, "command-line flags")) from exc
+
+
+def to_toml(settings: Settings) -> str:
+    """The effective settings as TOML (None values, which TOML cannot hold, are left out)."""
+    return tomli_w.dumps(_without_none(settings.model_dump(mode="json")))
+
+
+def _without_none(value: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if item is None:
+            continue
+        out[key] = _without_none(item) if isinstance(item, dict) else item
+    return out
+
+
+def _commented(model: type[BaseModel], values: Mapping[str, Any], table: str) -> list[str]:
+    lines: list[str] = []
+    nested: list[tuple[str, type[BaseModel], Mapping[str, Any]]] = []
+    dict_tables: list[tuple[str, str, Mapping[str, Any]]] = []
+    for name, field in model.model_fields.items():
+        value = values.get(name)
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            nested.append((name, annotation, value or {}))
+            continue
+        if not isinstance(value, dict):
+            lines += [f"# {text.strip()}" for text in (field.description or "").splitlines()]
+        if value is None:
+            lines.append(f"# {name} =   (unset by default)")
+        elif isinstance(value, dict):
+            title = f"{table}.{name}" if table else name
+            dict_tables.append((title, field.description or "", value))
+        else:
+            lines.append(tomli_w.dumps({name: value}).strip())
+    for title, description, mapping in dict_tables:
+        lines += ["", *[f"# {t.strip()}" for t in description.splitlines()], f"[{title}]"]
+        if mapping:
+            lines.append(tomli_w.dumps(dict(mapping)).strip())
+    for name, sub, sub_values in nested:
+        title = f"{table}.{name}" if table else name
+        lines += ["", f"[{title}]", *_commented(sub, sub_values, title)]
+    return lines
+
+
+def default_toml() -> str:
+    """A commented default settings file, for `cloudrunner config init`."""
+    header = [
+        "# cloudrunner worker settings.",
+        "# Precedence: these < CLOUDRUNNER_* environment variables < command-line flags.",
+        "",
+    ]
+    values = Settings().model_dump(mode="json")
+    return "\n".join(header + _commented(Settings, values, "")) + "\n"

@@ -1,0 +1,150 @@
+"""The end-to-end demo: a repository with project hooks plus an enterprise hook, through real
+containers, one `cloudrunner run` process per agent event, as a cloud agent VM would call it.
+
+Run it with `bash scripts/demo` (which sets up the engine, images and .venv first).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+CLOUDRUNNER = str(Path(sys.executable).with_name("cloudrunner"))
+CONVERSATION = "demo-conversation-1"
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=demo", "-c", "user.email=demo@example.invalid", *args],
+        cwd=cwd,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def make_origin(base: Path) -> Path:
+    """A real git repository holding examples/demo-repo, served as a bare repo over file://."""
+    src = base / "src-repo"
+    shutil.copytree(HERE / "demo-repo", src)
+    git("init", "-q", "-b", "main", cwd=src)
+    git("add", "-A", cwd=src)
+    git("commit", "-q", "-m", "demo repository", cwd=src)
+    origin = base / "origin.git"
+    git("clone", "-q", "--bare", str(src), str(origin), cwd=base)
+    return origin
+
+
+def event(name: str, workspace: Path, **fields: Any) -> dict[str, Any]:
+    return {
+        "conversation_id": CONVERSATION,
+        "generation_id": f"gen-{name}",
+        "model": "demo-model",
+        "hook_event_name": name,
+        "cursor_version": "1.7.0",
+        "workspace_roots": [str(workspace)],
+        "user_email": "dev@example.invalid",
+        "transcript_path": None,
+        **fields,
+    }
+
+
+def main() -> int:
+    # Under the checkout, not /tmp: the workspace is bind-mounted into the hook containers at
+    # its host path, and /tmp inside them is their own tmpfs.
+    (HERE.parent / ".demo").mkdir(exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="run-", dir=HERE.parent / ".demo"))
+    os.chmod(base, 0o755)
+    try:
+        return run_demo(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def run_demo(base: Path) -> int:
+    origin = make_origin(base)
+    enterprise = base / "enterprise"
+    shutil.copytree(HERE / "enterprise", enterprise)
+    workspace = base / "workspace"
+    state = base / "state"
+    audit_log = state / "audit.log"
+    flags = [
+        "--repo", f"file://{origin}", "--ref", "main", "--workspace", str(workspace),
+        "--enterprise-hooks", str(enterprise / "hooks.json"),
+        "--state-dir", str(state), "--audit-log", str(audit_log),
+    ]  # fmt: skip
+    steps: list[tuple[str, dict[str, Any]]] = [
+        ("a harmless prompt", event("beforeSubmitPrompt", workspace, prompt="Add a test")),
+        (
+            "a prompt carrying an AWS key (enterprise hook)",
+            event("beforeSubmitPrompt", workspace, prompt="use AKIAABCDEFGHIJKLMNOP"),
+        ),
+        (
+            "a harmless shell command",
+            event("beforeShellExecution", workspace, command="ls -la", cwd=str(workspace)),
+        ),
+        (
+            "a destructive shell command (project guard)",
+            event("beforeShellExecution", workspace, command="rm -rf /", cwd=str(workspace)),
+        ),
+        (
+            "an edit leaving trailing whitespace (project formatter)",
+            event(
+                "afterFileEdit",
+                workspace,
+                file_path=str(workspace / "src" / "app.py"),
+                edits=[{"old_string": "", "new_string": "def greet(name):   \n"}],
+            ),
+        ),
+    ]
+    steps += [
+        (f"stop #{n} with an open TODO (loop_limit 2)", event("stop", workspace, status="completed", loop_count=n - 1))
+        for n in (1, 2, 3)
+    ]  # fmt: skip
+    print(f"demo: repository {origin} -> workspace {workspace}\n")
+    for title, payload in steps:
+        proc = subprocess.run(
+            [CLOUDRUNNER, "run", *flags],
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            check=False,
+        )
+        answer = proc.stdout.decode().strip()
+        print(f"- {payload['hook_event_name']}: {title}\n    answer: {answer}")
+        if proc.returncode != 0:
+            print(f"    failed (exit {proc.returncode}): {proc.stderr.decode().strip()}")
+            return 1
+        if payload["hook_event_name"] == "afterFileEdit":
+            text = (workspace / "src" / "app.py").read_text()
+            print(f"    src/app.py after the formatter: {text!r}")
+    print("\ndemo: a non-cloud event is refused with the reason:")
+    refused = subprocess.run(
+        [CLOUDRUNNER, "run", *flags],
+        input=json.dumps(event("sessionStart", workspace, session_id="s1")).encode(),
+        capture_output=True,
+        check=False,
+    )
+    print(f"    exit {refused.returncode}: {refused.stderr.decode().strip()}")
+    summarise(audit_log)
+    verify = subprocess.run([CLOUDRUNNER, "audit", "verify", str(audit_log)], check=False)
+    return 0 if verify.returncode == 0 and refused.returncode != 0 else 1
+
+
+def summarise(audit_log: Path) -> None:
+    records = [json.loads(line) for line in audit_log.read_text().splitlines() if line.strip()]
+    kinds = Counter(str(r.get("kind")) for r in records)
+    outcomes = Counter(str(r.get("outcome")) for r in records if r.get("kind") == "hook")
+    print(f"\ndemo: audit log {audit_log}: {len(records)} records")
+    print("    by kind:    " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
+    print("    hook runs:  " + ", ".join(f"{k} {n}" for k, n in sorted(outcomes.items())))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -573,7 +573,7 @@ class _Git:
                 f"{url} needs credentials and none were given ({said}); set a token "
                 "environment variable or credential file (or an ssh key) for the clone"
             )
-        if any(m in low for m in _NOT_FOUND_MARKERS):
+        if any(m in low for m in _NOT_FOUND_MARKERS) or _REPO_NOT_FOUND.search(low):
             return RepositoryNotFound(
                 f"repository {url} does not exist or is not a git repository ({said}); "
                 "check the --repo value"
@@ -602,6 +602,8 @@ _NOT_FOUND_MARKERS = (
     "the requested url returned error: 404",
     "no such file or directory",
 )
+# git over http: "fatal: repository 'https://host/x.git/' not found"
+_REPO_NOT_FOUND = re.compile(r"repository '[^']*' not found")
 _UNREACHABLE_MARKERS = (
     "could not resolve host",
     "connection refused",

@@ -1,0 +1,429 @@
+"""Hook sources (spec section 2): find, read and load enterprise, team, project and user files.
+
+A `Profile` decides what loads: `cloud` (enterprise, team, project; command hooks; the 14
+cloud events) or `desktop` (all four sources and all 21 events; prompt hooks kept so each
+event can report them as not executable). Everything left out is a diagnostic with a reason.
+A broken file disables its own source only. Each loaded source carries its priority, the
+working directory of its hooks and the sha256 of the bytes it loaded; `SourceSet.reload()`
+re-reads any file that changed since it was loaded.
+
+Reading refuses a symlink that resolves outside the source's directory, anything that is
+not a regular file, and files over 1 MiB: a repository is untrusted input, and its hooks
+file must not become a way to read (or hang on) something else on the worker's host.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from pathlib import Path
+
+from cloudrunner.protocol.config import HookEntry, HooksFile, parse_hooks_file
+from cloudrunner.protocol.diagnostics import Diagnostic, error, info
+from cloudrunner.protocol.events import EVENTS
+from cloudrunner.protocol.profiles import Profile, SourceKind
+
+DEFAULT_ENTERPRISE_PATH = Path("/etc/cursor/hooks.json")
+MAX_HOOKS_FILE_BYTES = 1024 * 1024
+HOOKS_FILE_NAME = "hooks.json"
+
+
+class SourceStatus(StrEnum):
+    LOADED = "loaded"
+    #: there is no file (or no source configured)
+    ABSENT = "absent"
+    #: not loaded by choice: the profile or the workspace trust excludes it
+    SKIPPED = "skipped"
+    #: the file exists but cannot be used (unreadable, refused, invalid)
+    BROKEN = "broken"
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    """Where the sources are and what loads. The worker builds this from its settings."""
+
+    #: the repository root (None: no project source)
+    workspace: Path | None = None
+    profile: Profile = Profile.CLOUD
+    #: None: the default /etc/cursor/hooks.json, whose absence is normal; a path given here
+    #: is expected to exist, and its absence is an error diagnostic
+    enterprise_path: Path | None = None
+    #: the operator's managed hooks file, or a directory holding hooks.json
+    team_path: Path | None = None
+    #: the home whose ~/.cursor/hooks.json is the user source (None: the current user's)
+    user_home: Path | None = None
+    #: whether project hooks run (spec: the worker trusts the workspace it was given)
+    trust_workspace: bool = True
+
+
+@dataclass(frozen=True)
+class LoadedSource:
+    kind: SourceKind
+    #: the hooks file (as configured, not resolved); None when no source is configured
+    path: Path | None
+    #: where this source's hooks run
+    working_dir: Path | None
+    status: SourceStatus
+    #: sha256 (hex) of the bytes loaded; None when nothing was read
+    sha256: str | None
+    #: the whole parsed file (None unless it parsed)
+    config: HooksFile | None
+    #: the hooks that run under the profile, per event in file order
+    hooks: Mapping[str, tuple[HookEntry, ...]]
+    diagnostics: tuple[Diagnostic, ...]
+    #: file identity when loaded, to notice changes cheaply
+    signature: tuple[int, ...] | None = field(default=None, compare=False)
+
+    @property
+    def priority(self) -> int:
+        return self.kind.priority
+
+    @property
+    def loaded(self) -> bool:
+        return self.status is SourceStatus.LOADED
+
+
+class HooksFileRefused(Exception):
+    """Internal: a hooks file that exists but must not or cannot be read (becomes a diagnostic)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def file_signature(path: Path) -> tuple[int, ...] | None:
+    """The identity of a file and of the symlink naming it, or None when it does not exist."""
+    try:
+        link = os.lstat(path)
+        target = os.stat(path)
+    except OSError:
+        return None
+    return (
+        link.st_ino,
+        link.st_mtime_ns,
+        target.st_dev,
+        target.st_ino,
+        target.st_size,
+        target.st_mtime_ns,
+        target.st_ctime_ns,
+    )
+
+
+def read_hooks_bytes(path: Path, root: Path) -> bytes:
+    """Read a hooks file that must resolve inside `root`.
+
+    Raises FileNotFoundError when there is no file, `HooksFileRefused` when it must not or
+    cannot be read.
+    """
+    os.lstat(path)  # FileNotFoundError: no file at all
+    real = os.path.realpath(path)
+    real_root = os.path.realpath(root)
+    if not _inside(real, real_root):
+        raise HooksFileRefused(
+            "symlink-escape",
+            f"{path} resolves to {real}, outside {root}; a hooks file must live inside its "
+            "source's directory (replace the symlink with the file itself)",
+        )
+    try:
+        # O_NONBLOCK: opening a FIFO must not hang the worker; the fstat below refuses it.
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise HooksFileRefused(
+            "dangling-symlink", f"{path} is a symlink to {real}, which does not exist"
+        ) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise HooksFileRefused(
+                "symlink-escape",
+                f"{path} changed into a symlink while being read",
+            ) from None
+        raise HooksFileRefused("unreadable", f"cannot open {path}: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise HooksFileRefused(
+                "not-regular", f"{path} is {kind}; a hooks file must be a regular file"
+            )
+        if st.st_size > MAX_HOOKS_FILE_BYTES:
+            raise HooksFileRefused("too-large", _too_large(path, st.st_size))
+        chunks = []
+        total = 0
+        while total <= MAX_HOOKS_FILE_BYTES:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > MAX_HOOKS_FILE_BYTES:  # grew while being read
+            raise HooksFileRefused("too-large", _too_large(path, total))
+        return b"".join(chunks)
+    except OSError as exc:
+        raise HooksFileRefused("unreadable", f"cannot read {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _too_large(path: Path, size: int) -> str:
+    return (
+        f"{path} is {size} bytes, over the {MAX_HOOKS_FILE_BYTES} byte (1 MiB) limit for "
+        "hooks files"
+    )
+
+
+def skip_reason(kind: SourceKind, entry: HookEntry, profile: Profile) -> str | None:
+    """Why a hook of a source does not run under a profile (None: it runs, as far as loading
+    is concerned; an invalid matcher is decided per event by the plan)."""
+    spec = EVENTS[entry.event]
+    if not profile.runs_event(spec.in_cloud):
+        return f"{entry.event} is not available in cloud agents: {spec.not_in_cloud_reason}"
+    if entry.definition.type == "prompt":
+        if profile is Profile.CLOUD:
+            return (
+                "prompt hooks never run in cloud agents (they need the agent's LLM authentication)"
+            )
+        return "prompt hooks are not executable by cloudrunner (it has no LLM to ask)"
+    if kind is SourceKind.USER and profile is Profile.CLOUD:
+        return "user hooks are not loaded in cloud agents"
+    return None
+
+
+def _filter(
+    kind: SourceKind, file: str, config: HooksFile, profile: Profile
+) -> tuple[dict[str, tuple[HookEntry, ...]], list[Diagnostic]]:
+    hooks: dict[str, tuple[HookEntry, ...]] = {}
+    notes: list[Diagnostic] = []
+    for event, entries in config.hooks.items():
+        kept = []
+        for entry in entries:
+            reason = skip_reason(kind, entry, profile)
+            # Desktop keeps prompt hooks so each event reports them as skipped when planned.
+            if reason is None or (
+                entry.definition.type == "prompt"
+                and profile.loads_prompt_hooks
+                and EVENTS[event].in_cloud | (profile is Profile.DESKTOP)
+            ):
+                kept.append(entry)
+            else:
+                notes.append(
+                    info(
+                        "hook-skipped",
+                        f"hook not loaded: {reason}",
+                        file=file,
+                        pointer=entry.pointer,
+                    )
+                )
+        if kept:
+            hooks[event] = tuple(kept)
+    return hooks, notes
+
+
+def _load_file(
+    kind: SourceKind,
+    path: Path,
+    root: Path,
+    working_dir: Path,
+    profile: Profile,
+    *,
+    required: bool,
+) -> LoadedSource:
+    file = str(path)
+    signature = file_signature(path)
+    try:
+        data = read_hooks_bytes(path, root)
+    except FileNotFoundError:
+        make = error if required else info
+        what = "does not exist; fix the configured path" if required else "is absent"
+        note = make("source-absent", f"{kind} hooks file {path} {what}", file=file)
+        return LoadedSource(kind, path, working_dir, SourceStatus.ABSENT, None, None, {}, (note,))
+    except HooksFileRefused as exc:
+        note = error(exc.code, f"{exc.message}; the {kind} source is not loaded", file=file)
+        return LoadedSource(
+            kind, path, working_dir, SourceStatus.BROKEN, None, None, {}, (note,), signature
+        )
+    digest = hashlib.sha256(data).hexdigest()
+    parsed = parse_hooks_file(data, file=file)
+    diagnostics = list(parsed.diagnostics)
+    if parsed.config is None:
+        diagnostics.append(
+            error(
+                "source-disabled",
+                f"the {kind} source is not loaded because its file has errors; "
+                "other sources still run",
+                file=file,
+            )
+        )
+        return LoadedSource(
+            kind,
+            path,
+            working_dir,
+            SourceStatus.BROKEN,
+            digest,
+            None,
+            {},
+            tuple(diagnostics),
+            signature,
+        )
+    hooks, notes = _filter(kind, file, parsed.config, profile)
+    diagnostics.extend(notes)
+    return LoadedSource(
+        kind,
+        path,
+        working_dir,
+        SourceStatus.LOADED,
+        digest,
+        parsed.config,
+        hooks,
+        tuple(diagnostics),
+        signature,
+    )
+
+
+def _not_loaded(
+    kind: SourceKind, path: Path | None, status: SourceStatus, note: Diagnostic
+) -> LoadedSource:
+    return LoadedSource(kind, path, None, status, None, None, {}, (note,))
+
+
+def _enterprise(settings: SourceSettings) -> LoadedSource:
+    path = settings.enterprise_path or DEFAULT_ENTERPRISE_PATH
+    return _load_file(
+        SourceKind.ENTERPRISE,
+        path,
+        path.parent,
+        path.parent,
+        settings.profile,
+        required=settings.enterprise_path is not None,
+    )
+
+
+def _team(settings: SourceSettings) -> LoadedSource:
+    given = settings.team_path
+    if given is None:
+        return _not_loaded(
+            SourceKind.TEAM,
+            None,
+            SourceStatus.ABSENT,
+            info(
+                "source-absent",
+                "no team hooks configured (the operator gives a managed hooks file or directory)",
+            ),
+        )
+    if given.is_dir():
+        return _load_file(
+            SourceKind.TEAM, given / HOOKS_FILE_NAME, given, given, settings.profile, required=True
+        )
+    return _load_file(
+        SourceKind.TEAM, given, given.parent, given.parent, settings.profile, required=True
+    )
+
+
+def _project(settings: SourceSettings) -> LoadedSource:
+    workspace = settings.workspace
+    if workspace is None:
+        return _not_loaded(
+            SourceKind.PROJECT,
+            None,
+            SourceStatus.ABSENT,
+            info("source-absent", "no workspace given, so there are no project hooks"),
+        )
+    path = workspace / ".cursor" / HOOKS_FILE_NAME
+    if not settings.trust_workspace:
+        return _not_loaded(
+            SourceKind.PROJECT,
+            path,
+            SourceStatus.SKIPPED,
+            info(
+                "untrusted-workspace",
+                f"workspace {workspace} is not trusted, so its project hooks are not loaded",
+                file=str(path),
+            ),
+        )
+    return _load_file(
+        SourceKind.PROJECT, path, workspace, workspace, settings.profile, required=False
+    )
+
+
+def _user(settings: SourceSettings) -> LoadedSource:
+    home = settings.user_home or Path.home()
+    directory = home / ".cursor"
+    path = directory / HOOKS_FILE_NAME
+    if not settings.profile.loads_user_hooks:
+        return _not_loaded(
+            SourceKind.USER,
+            path,
+            SourceStatus.SKIPPED,
+            info(
+                "source-skipped",
+                "user hooks are not loaded in the cloud profile "
+                "(a cloud VM has no user home config)",
+                file=str(path),
+            ),
+        )
+    return _load_file(SourceKind.USER, path, directory, directory, settings.profile, required=False)
+
+
+_LOADERS = {
+    SourceKind.ENTERPRISE: _enterprise,
+    SourceKind.TEAM: _team,
+    SourceKind.PROJECT: _project,
+    SourceKind.USER: _user,
+}
+
+
+@dataclass(frozen=True)
+class SourceSet:
+    settings: SourceSettings
+    #: all four kinds, highest priority first
+    sources: tuple[LoadedSource, ...]
+    #: the kinds whose content (or status) changed in the reload that made this set
+    changed: tuple[SourceKind, ...] = ()
+
+    @property
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for s in self.sources for d in s.diagnostics)
+
+    @property
+    def loaded(self) -> tuple[LoadedSource, ...]:
+        return tuple(s for s in self.sources if s.loaded)
+
+    def source(self, kind: SourceKind) -> LoadedSource:
+        return next(s for s in self.sources if s.kind is kind)
+
+    def reload(self) -> SourceSet:
+        """Re-read every source whose file changed (appeared, vanished, or was edited)."""
+        fresh: list[LoadedSource] = []
+        changed: list[SourceKind] = []
+        for old in self.sources:
+            if (
+                old.path is not None
+                and file_signature(old.path) == old.signature
+                and (old.signature is not None or old.status is not SourceStatus.BROKEN)
+            ):
+                fresh.append(old)
+                continue
+            if old.path is None or old.status is SourceStatus.SKIPPED:
+                fresh.append(old)
+                continue
+            new = _LOADERS[old.kind](self.settings)
+            if (new.sha256, new.status) != (old.sha256, old.status):
+                changed.append(old.kind)
+                fresh.append(new)
+            else:
+                fresh.append(replace(old, signature=new.signature))
+        return SourceSet(self.settings, tuple(fresh), tuple(changed))
+
+
+def load_sources(settings: SourceSettings) -> SourceSet:
+    """Load all four sources under the settings' profile. Never raises for bad files."""
+    return SourceSet(settings, tuple(_LOADERS[kind](settings) for kind in SourceKind))

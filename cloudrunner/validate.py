@@ -195,7 +195,7 @@ def validate_file(target: Target, profile: Profile, kind: SourceKind) -> FileRep
                             d.command,
                             "skipped",
                             reason,
-                        )  # fmt: skip
+                        )
                     )
                     continue
                 verdicts.append(_verdict(kind, entry, profile))

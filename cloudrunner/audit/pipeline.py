@@ -1,0 +1,191 @@
+"""The structlog processor pipeline that turns the runner's fields into one audit line.
+
+    time -> identity -> JSON values -> payload digests -> redaction -> chain -> render
+
+Each step is a small structlog processor. Everything up to the chain is pure and exposed
+as `record_processors`, so a test can run it with `structlog.testing.LogCapture` at the end
+and assert on the records as dicts; the writer appends `chain_processor` and `render_line`
+and runs the whole pipeline under its file lock (the chain needs the tail it just read).
+
+Payload text is digested *before* redaction on purpose: the digest must be of the text the
+agent really handled, or it could never be matched against a transcript later; a digest
+reveals nothing of a secret inside a prompt or a file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import os
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from enum import Enum
+from pathlib import PurePath
+from typing import Any
+
+from structlog.typing import EventDict, Processor, WrappedLogger
+
+from cloudrunner.audit.chain import canonical_json
+from cloudrunner.audit.digest import PAYLOAD_TEXT_KEYS, digest_value
+from cloudrunner.audit.redaction import redact
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def format_time(moment: datetime) -> str:
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+        return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    return moment.isoformat(timespec="microseconds")
+
+
+def add_time(clock: Clock = utc_now) -> Processor:
+    """Stamp `time` (UTC, ISO 8601, microseconds) unless the runner gave one."""
+
+    def processor(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+        if "time" not in event_dict:
+            event_dict["time"] = format_time(clock())
+        return event_dict
+
+    return processor
+
+
+def add_identity(worker: str, pid: int | None = None) -> Processor:
+    """Who wrote the record: the worker id (unless the runner gave one) and the process."""
+    writer_pid = os.getpid() if pid is None else pid
+
+    def processor(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+        if worker:
+            event_dict.setdefault("worker", worker)
+        event_dict["pid"] = writer_pid
+        return event_dict
+
+    return processor
+
+
+def json_value(value: Any, where: str = "record") -> Any:
+    """`value` as plain JSON data (a deep copy), or a TypeError naming where it is."""
+    if value is None or isinstance(value, bool | int | str):
+        return value.value if isinstance(value, Enum) else value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"audit field {where} is {value}, which JSON cannot hold")
+        return value
+    if isinstance(value, Enum):
+        return json_value(value.value, where)
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, datetime):
+        return format_time(value)
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"audit field {where} has a non-string key {key!r}")
+            out[key] = json_value(item, f"{where}.{key}")
+        return out
+    if isinstance(value, list | tuple):
+        return [json_value(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, set | frozenset):
+        items = [json_value(item, f"{where}[]") for item in value]
+        return sorted(items, key=canonical_json)
+    model_dump = getattr(value, "model_dump", None)
+    if callable(model_dump):
+        return json_value(model_dump(mode="json"), where)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return json_value(dataclasses.asdict(value), where)
+    raise TypeError(f"audit field {where} holds a {type(value).__name__}, which is not JSON data")
+
+
+def to_json_values(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+    """Plain JSON values only, so a written line re-serialises to the bytes that were hashed."""
+    return {key: json_value(value, key) for key, value in event_dict.items()}
+
+
+def _digest_in(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            key: dict(digest_value(item)) if key in PAYLOAD_TEXT_KEYS else _digest_in(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_digest_in(item) for item in value]
+    return value
+
+
+def digest_payload_text(include_payload_text: bool) -> Processor:
+    """Replace payload text (PAYLOAD_TEXT_KEYS, at any depth) by sha256 and length."""
+
+    def processor(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+        if include_payload_text:
+            return event_dict
+        digested: EventDict = _digest_in(event_dict)
+        return digested
+
+    return processor
+
+
+def _redact_in(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _redact_in(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redact_in(item) for item in value]
+    return value
+
+
+def redact_secrets(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+    """Every string value, at any depth, through `redact` (keys are the runner's own names)."""
+    redacted: EventDict = _redact_in(event_dict)
+    return redacted
+
+
+def record_processors(
+    *, worker: str = "", include_payload_text: bool = False, clock: Clock = utc_now
+) -> list[Processor]:
+    """The pure part of the pipeline, before the chain."""
+    return [
+        add_time(clock),
+        add_identity(worker),
+        to_json_values,
+        digest_payload_text(include_payload_text),
+        redact_secrets,
+    ]
+
+
+@dataclasses.dataclass
+class ChainHead:
+    """The last record of the chain, as the writer last read or wrote it."""
+
+    seq: int
+    hash: str
+
+
+def chain_processor(head: ChainHead) -> Processor:
+    """Link the record to `head`: next `seq`, `prev_hash`, and its own `hash`."""
+
+    def processor(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+        event_dict.pop("hash", None)
+        event_dict["seq"] = head.seq + 1
+        event_dict["prev_hash"] = head.hash
+        body = canonical_json(event_dict)
+        event_dict["hash"] = hashlib.sha256(body.encode("ascii")).hexdigest()
+        return event_dict
+
+    return processor
+
+
+def render_line(
+    _logger: WrappedLogger, _method: str, event_dict: EventDict
+) -> tuple[tuple[bytes, EventDict], dict[str, Any]]:
+    """The record as one canonical JSON line, handed to the sink with the record itself."""
+    line = (canonical_json(event_dict) + "\n").encode("ascii")
+    return (line, event_dict), {}

@@ -1,0 +1,78 @@
+"""The kinds of audit records and the fields the runner fills in for them.
+
+The writer accepts any JSON-able mapping (new fields need no change here); these TypedDicts
+name the fields the worker's records use, so the runner gets them checked by mypy and the
+documentation (docs/audit.md) has one place to point at.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, TypedDict
+
+from cloudrunner.audit.digest import TextDigest
+
+
+class RecordKind(StrEnum):
+    #: one hook execution (whatever its outcome, skipped included)
+    HOOK = "hook"
+    #: the final decision for one event, after the merge
+    DECISION = "decision"
+    #: an event answered neutrally because the writability gate was closed
+    GATED = "gated"
+    #: an event refused (not a cloud event, malformed payload, ...)
+    REFUSED = "refused"
+    #: an event, source or hook skipped without running (prompt hook, user source, ...)
+    SKIPPED = "skipped"
+    #: written by the writer itself: acknowledges bytes left by a writer killed mid-record
+    TORN_RECORD = "torn_record"
+
+
+class EventFields(TypedDict, total=False):
+    """Fields that identify the event a record belongs to."""
+
+    time: str
+    worker: str
+    session: str
+    conversation_id: str
+    generation_id: str
+    event: str
+    #: the event's input with payload text digested (see PAYLOAD_TEXT_KEYS)
+    payload: dict[str, Any]
+    #: why an event, source or hook was gated, refused or skipped
+    reason: str
+    #: the event's merged answer
+    decision: dict[str, Any]
+
+
+class HookFields(EventFields, total=False):
+    """One hook execution."""
+
+    source: str
+    source_file: str
+    #: sha256 of the hooks file the hook was loaded from
+    source_hash: str
+    hook_index: int
+    command: str
+    matcher: str | None
+    matched: bool
+    sandbox_id: str
+    image_digest: str
+    runtime: str
+    #: the limits the sandbox attested it applied (memory, cpus, pids, timeout, ...)
+    limits: dict[str, Any]
+    duration_ms: float
+    exit_code: int | None
+    outcome: str
+    #: how the merge used the answer: decided, contributed, overridden, ignored, ...
+    merge_use: str
+    stdout_excerpt: str
+    stderr_excerpt: str
+    stdout_digest: TextDigest
+    stderr_digest: TextDigest
+
+
+class TornSpanFields(TypedDict):
+    offset: int
+    length: int
+    sha256: str

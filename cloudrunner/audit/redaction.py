@@ -1,0 +1,122 @@
+"""Secret redaction for everything that reaches the audit log, and capped excerpts.
+
+Hooks print whatever they like, and command lines carry credentials more often than anyone
+intends, so every string in an audit record passes through `redact` before it is written.
+The patterns aim at false positives rather than misses: an audit record with one word too
+many blanked out is harmless, a token in it is not. `redact` is idempotent (redacting its own
+output changes nothing), so a value redacted by the runner and again by the pipeline stays
+the same.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+REDACTED = "[REDACTED]"
+
+#: Excerpts are redacted over this much more than their cap, so a secret that straddles
+#: the cap is still recognised whole (and its visible head blanked) before the cut.
+_REDACTION_MARGIN = 8192
+
+# A variable or key name that looks like it holds a secret. "auth" alone would catch
+# "author", so only its secret-bearing forms are listed.
+_SECRET_NAME = (
+    r"[A-Za-z0-9_.-]*?"
+    r"(?:passw(?:or)?d|passphrase|secret|token|api[_-]?key|access[_-]?key"
+    r"|private[_-]?key|credential|client[_-]?secret|session[_-]?id|cookie|auth[_-]?key"
+    r"|signing[_-]?key|encryption[_-]?key)"
+    r"[A-Za-z0-9_.-]*"
+)
+
+_Sub = tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]
+
+
+def _keep_quotes(match: re.Match[str]) -> str:
+    value = match.group("value")
+    quote = value[0] if value[:1] in ("'", '"') and len(value) >= 2 else ""
+    return f"{match.group('name')}{match.group('sep')}{quote}{REDACTED}{quote}"
+
+
+# Order matters: whole blocks and headers first, so the generic `NAME=value` rule later
+# does not stop at the first word of a header value and leave the token behind it.
+_SUBSTITUTIONS: tuple[_Sub, ...] = (
+    # PEM private keys; an unterminated block (cut by a cap) is blanked to the end.
+    (
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+            r"[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"
+        ),
+        f"-----BEGIN PRIVATE KEY-----{REDACTED}-----END PRIVATE KEY-----",
+    ),
+    # Authorization headers: keep the scheme, drop the credential.
+    (
+        re.compile(
+            r"(?i)(?P<name>\b(?:proxy-)?authorization)(?P<sep>[\"']?\s*[:=]\s*[\"']?)"
+            r"(?:(?P<scheme>bearer|basic|token|digest|negotiate)\s+)?(?P<cred>[^\s\"',;]+)"
+        ),
+        lambda m: (
+            f"{m.group('name')}{m.group('sep')}"
+            f"{m.group('scheme') + ' ' if m.group('scheme') else ''}{REDACTED}"
+        ),
+    ),
+    (re.compile(r"(?i)\b(?P<scheme>bearer)\s+[A-Za-z0-9._~+/=-]{8,}"), rf"\g<scheme> {REDACTED}"),
+    # Credentials inside URLs: scheme://user:password@host
+    (
+        re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/@:]*:)[^\s/@]+(?P<at>@)"),
+        rf"\g<head>{REDACTED}\g<at>",
+    ),
+    # AWS access key ids.
+    (
+        re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
+        REDACTED,
+    ),
+    # GitHub tokens (classic prefixes and fine-grained PATs).
+    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b"), REDACTED),
+    # Other well-known token shapes: GitLab, Slack, Stripe, Google, OpenAI-style, JWTs.
+    (re.compile(r"\bglpat-[A-Za-z0-9_-]{16,}"), REDACTED),
+    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), REDACTED),
+    (re.compile(r"\b[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"), REDACTED),
+    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), REDACTED),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{20,}"), REDACTED),
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), REDACTED),
+    # Command-line flags: --password hunter2, --api-key=xyz
+    (
+        re.compile(
+            rf"(?i)(?P<name>(?<![\w-])--?{_SECRET_NAME})(?P<sep>=|\s+)(?!-)"
+            r"(?P<value>\[REDACTED\]|\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^\s\"']+)"
+        ),
+        _keep_quotes,
+    ),
+    # NAME=value, NAME: value, "name": "value", with a secret-looking name.
+    (
+        re.compile(
+            rf"(?i)(?P<name>(?<![\w.-]){_SECRET_NAME}[\"']?)(?P<sep>\s*[:=]\s*)"
+            r"(?P<value>\[REDACTED\]|\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^\s\"',;&|)}\]]+)"
+        ),
+        _keep_quotes,
+    ),
+)
+
+
+def redact(text: str) -> str:
+    """`text` with every recognised secret replaced by `[REDACTED]`."""
+    for pattern, replacement in _SUBSTITUTIONS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def excerpt(data: bytes | str, cap: int) -> str:
+    """A redacted excerpt of a hook's stdout or stderr: at most `cap` characters of text.
+
+    Invalid UTF-8 becomes U+FFFD rather than failing, since hooks may print binary. A cut
+    excerpt ends with a marker giving the full size, so a reader knows text is missing.
+    """
+    if cap < 0:
+        raise ValueError(f"excerpt cap must be >= 0, got {cap}")
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    window = raw[: cap * 4 + _REDACTION_MARGIN]
+    text = redact(window.decode("utf-8", "replace"))
+    if len(text) <= cap and len(window) == len(raw):
+        return text
+    return f"{text[:cap]}…[truncated: {len(raw)} bytes in total]"

@@ -1,0 +1,309 @@
+"""Verifying an audit log: walk the rotated set oldest first and check every link.
+
+A record holds when its `hash` matches its content, its `seq` is one more than the record
+before it and its `prev_hash` is that record's hash (the first record of the chain: seq 0
+and the genesis hash). Lines that are not records must be torn writes acknowledged by the
+`torn_record` right after them (same offsets, lengths and sha256); anything else is a
+problem, reported with the file, line, seq and what is wrong. After a problem the check
+resynchronises on the record it found, so one edit is reported once, not on every line
+after it.
+
+What a hash chain cannot show: records cut from the *end* of the newest file. `last_seq`
+and `last_hash` in the report are what an operator keeps elsewhere to catch that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cloudrunner.audit.chain import GENESIS_HASH, record_hash
+from cloudrunner.audit.errors import AuditLogError
+from cloudrunner.audit.lines import parse_record
+from cloudrunner.audit.records import RecordKind
+from cloudrunner.audit.rotation import rotated_numbers, rotated_path
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    line: int
+    seq: int | None
+    message: str
+
+    def text(self) -> str:
+        seq = f" seq {self.seq}:" if self.seq is not None else ""
+        return f"{self.file}:{self.line}:{seq} {self.message}"
+
+
+@dataclass(frozen=True)
+class TornLine:
+    file: str
+    line: int
+    offset: int
+    length: int
+    sha256: str
+    #: seq of the torn_record that acknowledges it; None when none does
+    acknowledged_by: int | None
+
+
+@dataclass
+class VerifyReport:
+    files: list[str] = field(default_factory=list)
+    records: int = 0
+    first_seq: int | None = None
+    last_seq: int | None = None
+    last_hash: str | None = None
+    torn: list[TornLine] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ok"] = self.ok
+        return data
+
+
+@dataclass(frozen=True)
+class _Line:
+    number: int
+    offset: int
+    data: bytes
+    terminated: bool
+
+
+@dataclass
+class _Anchor:
+    seq: int
+    hash: str
+    file: str
+    line: int
+
+
+def log_files(path: Path) -> list[Path]:
+    """The rotated set of `path`, oldest first, ending with `path` itself."""
+    numbers = rotated_numbers(path)
+    return [rotated_path(path, n) for n in reversed(numbers)] + [path]
+
+
+def _lines(path: Path) -> Iterator[_Line]:
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise AuditLogError(
+            f"cannot read audit log {path}: {exc.strerror or exc}; "
+            "check the path and its permissions"
+        ) from exc
+    with handle:
+        offset = 0
+        try:
+            for number, raw in enumerate(handle, start=1):
+                terminated = raw.endswith(b"\n")
+                data = raw[:-1] if terminated else raw
+                yield _Line(number, offset, data, terminated)
+                offset += len(raw)
+        except OSError as exc:
+            raise AuditLogError(f"cannot read audit log {path}: {exc.strerror or exc}") from exc
+
+
+class _Verifier:
+    def __init__(self) -> None:
+        self.report = VerifyReport()
+        self.anchor: _Anchor | None = None
+        self.pending: list[_Line] = []
+        self.lines_seen = 0
+
+    def problem(self, file: str, line: int, seq: int | None, message: str) -> None:
+        self.report.problems.append(Problem(file, line, seq, message))
+
+    def check_file(self, path: Path, *, is_live: bool) -> None:
+        name = str(path)
+        self.report.files.append(name)
+        last: _Line | None = None
+        for line in _lines(path):
+            self.lines_seen += 1
+            last = line
+            record = parse_record(line.data)
+            if record is None:
+                if _is_json(line.data):
+                    self.problem(
+                        name,
+                        line.number,
+                        None,
+                        "JSON that is not an audit record (no seq, kind, hash or prev_hash): "
+                        "the line was inserted or altered",
+                    )
+                else:
+                    self.pending.append(line)
+                continue
+            self.check_record(name, line, record)
+        self.flush_pending(name, is_live=is_live)
+        if last is not None and not last.terminated and not self.report.problems:
+            self.report.notes.append(
+                f"{name}:{last.number}: the last record lacks its newline (a writer was "
+                "interrupted after writing it); the next append terminates it"
+            )
+
+    def flush_pending(self, name: str, *, is_live: bool) -> None:
+        """Unreadable lines that no torn_record acknowledged."""
+        for line in self.pending:
+            torn = _torn_line(name, line, None)
+            self.report.torn.append(torn)
+            if is_live and line is self.pending[-1] and not line.terminated:
+                what = (
+                    "a torn record (a writer was interrupted mid-line) that is not "
+                    "acknowledged yet; the next append acknowledges it"
+                )
+            else:
+                what = "not an audit record and no torn_record acknowledges it: damaged or inserted"
+            self.problem(
+                name, line.number, None, f"{len(line.data)} bytes at offset {line.offset}: {what}"
+            )
+        self.pending = []
+
+    def check_record(self, name: str, line: _Line, record: dict[str, Any]) -> None:
+        seq: int = record["seq"]
+        is_torn_record = record["kind"] == RecordKind.TORN_RECORD
+        if self.pending:
+            if is_torn_record and _acknowledges(record, self.pending):
+                for torn in self.pending:
+                    self.report.torn.append(_torn_line(name, torn, seq))
+                self.pending = []
+            else:
+                self.flush_pending(name, is_live=False)
+        elif is_torn_record:
+            self.problem(
+                name,
+                line.number,
+                seq,
+                "torn_record does not follow the torn lines it names (offsets, lengths or "
+                "sha256 differ): a line was altered, removed or moved",
+            )
+        if record_hash(record) != record["hash"]:
+            self.problem(
+                name,
+                line.number,
+                seq,
+                "hash does not match the record's content: the record was altered",
+            )
+        self.check_link(name, line, record)
+        self.report.records += 1
+        if self.report.first_seq is None:
+            self.report.first_seq = seq
+        self.report.last_seq, self.report.last_hash = seq, record["hash"]
+        self.anchor = _Anchor(seq, record["hash"], name, line.number)
+
+    def check_link(self, name: str, line: _Line, record: dict[str, Any]) -> None:
+        seq: int = record["seq"]
+        prev_hash: str = record["prev_hash"]
+        anchor = self.anchor
+        if anchor is None:
+            if seq != 0 or prev_hash != GENESIS_HASH:
+                self.problem(
+                    name,
+                    line.number,
+                    seq,
+                    f"the chain starts at seq {seq} instead of seq 0 with the genesis hash: "
+                    "earlier records (or rotated files) were removed",
+                )
+            return
+        where = f"seq {anchor.seq} ({anchor.file}:{anchor.line})"
+        if seq == anchor.seq + 1:
+            if prev_hash != anchor.hash:
+                self.problem(
+                    name,
+                    line.number,
+                    seq,
+                    f"prev_hash does not match the hash of {where}: a record was altered, "
+                    "replaced or inserted",
+                )
+        elif seq > anchor.seq + 1:
+            missing = seq - anchor.seq - 1
+            self.problem(
+                name,
+                line.number,
+                seq,
+                f"follows {where}: {missing} record{'s' if missing > 1 else ''} "
+                f"(seq {anchor.seq + 1}..{seq - 1}) removed",
+            )
+        else:
+            self.problem(
+                name,
+                line.number,
+                seq,
+                f"follows {where}: records are out of order or duplicated "
+                f"(expected seq {anchor.seq + 1})",
+            )
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
+def _torn_line(name: str, line: _Line, acknowledged_by: int | None) -> TornLine:
+    return TornLine(
+        name,
+        line.number,
+        line.offset,
+        len(line.data),
+        hashlib.sha256(line.data).hexdigest(),
+        acknowledged_by,
+    )
+
+
+def _acknowledges(record: dict[str, Any], lines: list[_Line]) -> bool:
+    spans = record.get("torn")
+    if not isinstance(spans, list) or len(spans) != len(lines):
+        return False
+    for span, line in zip(spans, lines, strict=True):
+        expected = {
+            "offset": line.offset,
+            "length": len(line.data),
+            "sha256": hashlib.sha256(line.data).hexdigest(),
+        }
+        if span != expected:
+            return False
+    return True
+
+
+def verify_log(path: Path | str) -> VerifyReport:
+    """Check the chain of `path` and its rotated files; raises AuditLogError if unreadable."""
+    path = Path(path)
+    if path.is_dir():
+        raise AuditLogError(f"{path} is a directory, not an audit log; pass the log file")
+    if not path.exists():
+        raise AuditLogError(f"audit log {path} does not exist; check the path (--audit-log)")
+    files = log_files(path)
+    verifier = _Verifier()
+    numbers = rotated_numbers(path)
+    expected = list(range(1, len(numbers) + 1))
+    if numbers != expected:
+        missing = sorted(set(range(1, max(numbers) + 1)) - set(numbers))
+        verifier.problem(
+            str(path),
+            0,
+            None,
+            "rotated files missing from the set: "
+            + ", ".join(str(rotated_path(path, n)) for n in missing),
+        )
+    for file in files:
+        verifier.check_file(file, is_live=file == path)
+    report = verifier.report
+    if report.records == 0 and verifier.lines_seen > 0:
+        raise AuditLogError(
+            f"{path} is not a cloudrunner audit log: it holds no audit record "
+            "(each line should be a JSON object with seq, kind, prev_hash and hash)"
+        )
+    return report

@@ -1,0 +1,407 @@
+"""`AuditWriter`: appends hash-chained records to an audit log, safely across processes.
+
+Every append takes an exclusive `flock` on `<log>.lock` (a file that is never rotated, so
+all writers lock the same inode), checks that its descriptor still names the live file
+(another process may have rotated it), re-reads the chain's tail when the file changed
+since this writer last wrote, and only then chains and writes the record with one
+`write(2)` on an O_APPEND descriptor. A writer killed mid-line leaves a torn line; the next
+writer terminates it and appends a `torn_record` naming its offset, length and sha256
+before going on from the last intact record: torn bytes are never rewritten or dropped.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from structlog import BoundLoggerBase
+from structlog.typing import Processor
+
+from cloudrunner.audit.chain import CHAIN_KEYS, GENESIS_HASH
+from cloudrunner.audit.config import (
+    DEFAULT_EXCERPT_CAP,
+    DEFAULT_FSYNC,
+    DEFAULT_FSYNC_INTERVAL,
+    DEFAULT_MAX_BYTES,
+    AuditConfig,
+    FsyncPolicy,
+)
+from cloudrunner.audit.errors import AuditLogError
+from cloudrunner.audit.lines import LogTail, TornSpan, read_tail
+from cloudrunner.audit.pipeline import (
+    ChainHead,
+    Clock,
+    chain_processor,
+    record_processors,
+    render_line,
+    utc_now,
+)
+from cloudrunner.audit.records import RecordKind
+from cloudrunner.audit.redaction import excerpt
+from cloudrunner.audit.rotation import lock_path, rotated_numbers, rotated_path
+
+AuditRecord = dict[str, Any]
+
+_RESERVED = CHAIN_KEYS | {"kind"}
+_FILE_MODE = 0o640
+
+
+@dataclass(frozen=True)
+class TornAcknowledgement:
+    """Torn lines a writer found at the end of the log and acknowledged."""
+
+    path: Path
+    spans: tuple[TornSpan, ...]
+    #: the seq of the torn_record that acknowledges them
+    seq: int
+
+    def message(self) -> str:
+        where = ", ".join(f"{span.length} bytes at offset {span.offset}" for span in self.spans)
+        return (
+            f"audit log {self.path}: a writer was interrupted mid-record ({where}); "
+            f"acknowledged by torn_record seq {self.seq}, the chain goes on"
+        )
+
+
+class _AuditLogger(BoundLoggerBase):
+    """A structlog bound logger with one method: run the pipeline and hand the line on."""
+
+    def audit(self, fields: dict[str, Any]) -> AuditRecord:
+        args, kwargs = self._process_event("audit", None, fields)
+        record: AuditRecord = self._logger.audit(*args, **kwargs)
+        return record
+
+
+class _Sink:
+    """The structlog 'logger' at the end of the pipeline: writes what it is given."""
+
+    def __init__(self, write: Callable[[bytes, AuditRecord], None]) -> None:
+        self._write = write
+
+    def audit(self, line: bytes, record: AuditRecord) -> AuditRecord:
+        self._write(line, record)
+        return record
+
+
+class AuditWriter:
+    """Appends records to the audit log at `path` (created, with its directory, on first use)."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        worker: str = "",
+        fsync: FsyncPolicy | str = DEFAULT_FSYNC,
+        fsync_interval: float = DEFAULT_FSYNC_INTERVAL,
+        max_bytes: int | None = DEFAULT_MAX_BYTES,
+        include_payload_text: bool = False,
+        excerpt_cap: int = DEFAULT_EXCERPT_CAP,
+        clock: Clock = utc_now,
+        on_torn: Callable[[TornAcknowledgement], None] | None = None,
+    ) -> None:
+        # AuditConfig validates the knobs; the writer keeps them flat for the hot path.
+        config = AuditConfig(
+            path=Path(path),
+            worker=worker,
+            fsync=FsyncPolicy(fsync),
+            fsync_interval=fsync_interval,
+            max_bytes=max_bytes,
+            include_payload_text=include_payload_text,
+            excerpt_cap=excerpt_cap,
+        )
+        self.path = config.path
+        self.config = config
+        self._on_torn = on_torn
+        self.acknowledged: list[TornAcknowledgement] = []
+        self._thread_lock = threading.Lock()
+        self._fd: int | None = None
+        self._file_id: tuple[int, int] | None = None
+        self._lock_fd: int | None = None
+        # The size the live file had after this writer's last write: while it is unchanged,
+        # nobody else wrote and the cached chain head is the file's tail.
+        self._known_size: int | None = None
+        self._head = ChainHead(-1, GENESIS_HASH)
+        self._prefix = b""
+        self._dirty = False
+        self._last_sync = time.monotonic()
+        processors: list[Processor] = [
+            *record_processors(
+                worker=worker, include_payload_text=include_payload_text, clock=clock
+            ),
+            chain_processor(self._head),
+            render_line,
+        ]
+        self._logger = _AuditLogger(_Sink(self._write_line), processors, {})
+
+    @classmethod
+    def from_config(
+        cls,
+        config: AuditConfig,
+        *,
+        clock: Clock = utc_now,
+        on_torn: Callable[[TornAcknowledgement], None] | None = None,
+    ) -> AuditWriter:
+        return cls(
+            config.path,
+            worker=config.worker,
+            fsync=config.fsync,
+            fsync_interval=config.fsync_interval,
+            max_bytes=config.max_bytes,
+            include_payload_text=config.include_payload_text,
+            excerpt_cap=config.excerpt_cap,
+            clock=clock,
+            on_torn=on_torn,
+        )
+
+    # -- the public API -------------------------------------------------------------------
+
+    def excerpt(self, data: bytes | str) -> str:
+        """A redacted excerpt capped at this log's `excerpt_cap`."""
+        return excerpt(data, self.config.excerpt_cap)
+
+    def append(
+        self, kind: RecordKind | str, fields: Mapping[str, Any] | None = None
+    ) -> AuditRecord:
+        """Append one record; returns it as written (with seq, prev_hash and hash)."""
+        return self.append_many([(kind, fields or {})])[0]
+
+    def append_many(
+        self, entries: Iterable[tuple[RecordKind | str, Mapping[str, Any]]]
+    ) -> list[AuditRecord]:
+        """Append several records under one lock, so an event's records stay together."""
+        prepared = [self._prepare(kind, fields) for kind, fields in entries]
+        with self._locked():
+            return [self._logger.audit(fields) for fields in prepared]
+
+    def sync(self) -> None:
+        """Force what was written to disk, whatever the fsync policy."""
+        with self._thread_lock:
+            if self._fd is not None and self._dirty:
+                self._fdatasync()
+
+    def close(self) -> None:
+        with self._thread_lock:
+            if self._fd is not None:
+                if self._dirty and self.config.fsync is not FsyncPolicy.NEVER:
+                    self._fdatasync()
+                os.close(self._fd)
+                self._fd = None
+                self._file_id = None
+                self._known_size = None
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
+    def __enter__(self) -> AuditWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- locking and the tail -------------------------------------------------------------
+
+    @staticmethod
+    def _prepare(kind: RecordKind | str, fields: Mapping[str, Any]) -> dict[str, Any]:
+        kind = str(kind)
+        if not kind:
+            raise ValueError("an audit record needs a non-empty kind")
+        clash = _RESERVED.intersection(fields)
+        if clash:
+            raise ValueError(
+                f"audit fields may not set {', '.join(sorted(clash))}: the writer owns them"
+            )
+        return {**fields, "kind": kind}
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._thread_lock:
+            lock_fd = self._open_lock()
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            try:
+                self._sync_tail()
+                yield
+            finally:
+                fcntl.flock(lock_fd, fcntl.LOCK_UN)
+
+    def _open_lock(self) -> int:
+        if self._lock_fd is None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._lock_fd = os.open(
+                    lock_path(self.path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, _FILE_MODE
+                )
+            except OSError as exc:
+                raise self._error("cannot open the lock file of", exc) from exc
+        return self._lock_fd
+
+    def _open_live(self) -> int:
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, _FILE_MODE)
+        except OSError as exc:
+            raise self._error("cannot open", exc) from exc
+        st = os.fstat(fd)
+        self._fd, self._file_id, self._known_size = fd, (st.st_dev, st.st_ino), None
+        return fd
+
+    def _sync_tail(self) -> None:
+        """Under the lock: make sure we hold the live file and know its chain tail."""
+        try:
+            st = os.stat(self.path)
+            current: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except FileNotFoundError:
+            current = None
+        except OSError as exc:
+            raise self._error("cannot read", exc) from exc
+        if self._fd is None or current != self._file_id:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            fd = self._open_live()
+        else:
+            fd = self._fd
+        size = os.fstat(fd).st_size
+        if size == self._known_size:
+            return
+        tail = read_tail(fd, self.path)
+        head = tail.head if tail.head is not None else self._rotated_head()
+        self._head.seq, self._head.hash = head.seq, head.hash
+        self._known_size = tail.size
+        if tail.torn:
+            self._acknowledge(tail)
+        elif tail.unterminated:
+            # A whole record that only lacks its newline: terminate it and go on.
+            self._write_bytes(b"\n")
+
+    def _rotated_head(self) -> ChainHead:
+        """The chain's tail when the live file holds no record: the newest rotated file's."""
+        numbers = rotated_numbers(self.path)
+        if not numbers:
+            return ChainHead(-1, GENESIS_HASH)
+        newest = rotated_path(self.path, numbers[0])
+        try:
+            fd = os.open(newest, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise AuditLogError(
+                f"cannot read rotated audit log {newest}: {exc.strerror}; the chain continues "
+                "from it, so fix its permissions or move the whole rotated set aside"
+            ) from exc
+        try:
+            tail = read_tail(fd, newest)
+        finally:
+            os.close(fd)
+        if tail.head is None or tail.torn or tail.unterminated:
+            raise AuditLogError(
+                f"rotated audit log {newest} does not end with an intact record; check it "
+                f"with `cloudrunner audit verify {self.path}`"
+            )
+        return tail.head
+
+    def _acknowledge(self, tail: LogTail) -> None:
+        self._prefix = b"\n" if tail.unterminated else b""
+        try:
+            record = self._logger.audit(
+                {
+                    "kind": str(RecordKind.TORN_RECORD),
+                    "torn": [span.fields() for span in tail.torn],
+                }
+            )
+        finally:
+            self._prefix = b""
+        ack = TornAcknowledgement(self.path, tail.torn, record["seq"])
+        self.acknowledged.append(ack)
+        if self._on_torn is not None:
+            self._on_torn(ack)
+
+    # -- writing --------------------------------------------------------------------------
+
+    def _write_line(self, line: bytes, record: AuditRecord) -> None:
+        """The sink: rotate if the line would overflow the file, write it, advance the head."""
+        data = self._prefix + line
+        limit = self.config.max_bytes
+        known = self._known_size or 0
+        # Never rotate between torn bytes and the record that acknowledges them.
+        if limit is not None and not self._prefix and known > 0 and known + len(data) > limit:
+            self._rotate()
+        self._write_bytes(data)
+        self._head.seq, self._head.hash = record["seq"], record["hash"]
+
+    def _write_bytes(self, data: bytes) -> None:
+        assert self._fd is not None
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+        except OSError as exc:
+            # Part of the line may be on disk: re-read the tail before the next append.
+            self._known_size = None
+            raise self._error("cannot write to", exc) from exc
+        self._known_size = (self._known_size or 0) + len(data)
+        self._dirty = True
+        policy = self.config.fsync
+        if policy is FsyncPolicy.ALWAYS or (
+            policy is FsyncPolicy.INTERVAL
+            and time.monotonic() - self._last_sync >= self.config.fsync_interval
+        ):
+            self._fdatasync()
+
+    def _fdatasync(self) -> None:
+        assert self._fd is not None
+        try:
+            os.fdatasync(self._fd)
+        except OSError as exc:
+            raise self._error("cannot sync", exc) from exc
+        self._dirty = False
+        self._last_sync = time.monotonic()
+
+    def _rotate(self) -> None:
+        """audit.log -> audit.log.1, audit.log.1 -> audit.log.2, ... then a fresh audit.log."""
+        assert self._fd is not None
+        if self._dirty and self.config.fsync is not FsyncPolicy.NEVER:
+            self._fdatasync()
+        try:
+            for number in reversed(rotated_numbers(self.path)):
+                os.rename(rotated_path(self.path, number), rotated_path(self.path, number + 1))
+            os.rename(self.path, rotated_path(self.path, 1))
+        except OSError as exc:
+            raise self._error("cannot rotate", exc) from exc
+        os.close(self._fd)
+        self._fd = None
+        self._open_live()
+        self._known_size = 0
+        if self.config.fsync is not FsyncPolicy.NEVER:
+            self._sync_directory()
+
+    def _sync_directory(self) -> None:
+        try:
+            dir_fd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise self._error("cannot sync the directory of", exc) from exc
+        try:
+            os.fsync(dir_fd)
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.EROFS):
+                raise self._error("cannot sync the directory of", exc) from exc
+        finally:
+            os.close(dir_fd)
+
+    def _error(self, doing: str, exc: OSError) -> AuditLogError:
+        reason = exc.strerror or str(exc)
+        return AuditLogError(
+            f"{doing} audit log {self.path}: {reason}; every event needs its audit records, "
+            "so fix the path or its permissions (or point --audit-log elsewhere)"
+        )

@@ -21,7 +21,7 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 from urllib.parse import SplitResult, urlsplit, urlunsplit
@@ -364,6 +364,7 @@ def clone(
     with _git_access(parsed, credentials) as access:
         try:
             workspace = _clone_into(parsed, dest, ref, shallow, access, timeout, credentials)
+            workspace = replace(workspace, trust_project_hooks=trust_project_hooks)
         except BaseException:
             if created:
                 shutil.rmtree(dest, ignore_errors=True)
@@ -374,7 +375,6 @@ def clone(
                     else:
                         child.unlink(missing_ok=True)
             raise
-    workspace = _with_trust(workspace, trust_project_hooks)
     log.info(
         "workspace.cloned",
         origin=workspace.origin,
@@ -385,12 +385,6 @@ def clone(
         root=str(workspace.root),
     )
     return workspace
-
-
-def _with_trust(workspace: Workspace, trust: bool) -> Workspace:
-    from dataclasses import replace
-
-    return replace(workspace, trust_project_hooks=trust)
 
 
 def _clone_into(

@@ -28,11 +28,8 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import git
 import git.exc
-import structlog
 
 from cloudrunner.errors import CloudrunnerError
-
-log = structlog.get_logger("cloudrunner.workspace")
 
 SourceKind = Literal["https", "http", "ssh", "file", "local"]
 RefKind = Literal["default", "branch", "tag", "ref", "commit", "adopted"]
@@ -375,15 +372,6 @@ def clone(
                     else:
                         child.unlink(missing_ok=True)
             raise
-    log.info(
-        "workspace.cloned",
-        origin=workspace.origin,
-        ref=ref,
-        ref_kind=workspace.ref_kind,
-        commit=workspace.commit,
-        strategy=workspace.strategy,
-        root=str(workspace.root),
-    )
     return workspace
 
 
@@ -672,5 +660,4 @@ def adopt(path: Path, *, trust_project_hooks: bool = True) -> Workspace:
         trust_project_hooks=trust_project_hooks,
         shallow=shallow.strip() == "true",
     )
-    log.info("workspace.adopted", root=str(root), commit=workspace.commit, origin=origin)
     return workspace

@@ -44,7 +44,7 @@ TABLE: dict[str, tuple[set[str], set[str]]] = {
             "is_interrupt",
         },
         set(),
-    ),  # fmt: skip
+    ),
     "subagentStart": (
         {
             "subagent_id",
@@ -57,7 +57,7 @@ TABLE: dict[str, tuple[set[str], set[str]]] = {
             "git_branch",
         },
         {"permission", "user_message"},
-    ),  # fmt: skip
+    ),
     "subagentStop": (
         {
             "subagent_type",
@@ -73,7 +73,7 @@ TABLE: dict[str, tuple[set[str], set[str]]] = {
             "agent_transcript_path",
         },
         {"followup_message"},
-    ),  # fmt: skip
+    ),
     "beforeShellExecution": (
         {"command", "cwd", "sandbox"},
         {"permission", "user_message", "agent_message"},
@@ -98,7 +98,7 @@ TABLE: dict[str, tuple[set[str], set[str]]] = {
             "is_first_compaction",
         },
         {"user_message"},
-    ),  # fmt: skip
+    ),
     "stop": ({"status", "loop_count"}, {"followup_message"}),
     "afterAgentResponse": ({"text"}, set()),
     "afterAgentThought": ({"text", "duration_ms"}, set()),
@@ -116,7 +116,7 @@ TABLE: dict[str, tuple[set[str], set[str]]] = {
             "error_message",
         },
         set(),
-    ),  # fmt: skip
+    ),
     "beforeTabFileRead": ({"file_path", "content"}, {"permission"}),
     "afterTabFileEdit": ({"file_path", "edits"}, set()),
     "workspaceOpen": (set(), {"pluginPaths"}),

@@ -91,18 +91,21 @@ class Credentials:
     `token_env` names an environment variable holding a token or password; `token_file` is a
     file whose content (surrounding whitespace stripped) is the token. `username` goes with it
     for http(s) (`x-access-token` suits GitHub; GitLab takes `oauth2`; any name for Gitea).
-    `ssh_key_file` is a private key for ssh URLs.
+    `ssh_key_file` is a private key for ssh URLs. With `require_token` False an unset or
+    empty `token_env` means "no token" (for a default variable name the operator may not
+    use); otherwise it is an error, since the operator asked for that variable.
     """
 
     token_env: str | None = None
     token_file: Path | None = None
     username: str = DEFAULT_USERNAME
     ssh_key_file: Path | None = None
+    require_token: bool = True
 
     def describe(self) -> str:
         """Where the credentials came from, for messages (names only, never values)."""
         parts = []
-        if self.token_env:
+        if self.token_env and (self.require_token or os.environ.get(self.token_env, "").strip()):
             parts.append(f"environment variable {self.token_env}")
         if self.token_file:
             parts.append(f"credential file {self.token_file}")
@@ -117,13 +120,15 @@ class Credentials:
                 f"file {self.token_file}; give only one"
             )
         if self.token_env:
-            value = os.environ.get(self.token_env)
+            value = os.environ.get(self.token_env, "").strip()
+            if not value and not self.require_token:
+                return None
             if not value:
                 raise WorkspaceError(
                     f"credential environment variable {self.token_env} is not set or empty; "
                     "export it with the token, or drop the setting"
                 )
-            return _Secret(value.strip())
+            return _Secret(value)
         if self.token_file:
             try:
                 value = self.token_file.read_text(encoding="utf-8").strip()

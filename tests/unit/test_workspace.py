@@ -254,6 +254,22 @@ def test_missing_credential_variable_is_named(upstream: Upstream, tmp_path: Path
         )
 
 
+def test_optional_credential_variable_may_be_unset(upstream: Upstream, tmp_path: Path) -> None:
+    os.environ.pop("CLOUDRUNNER_TEST_UNSET_TOKEN", None)
+    creds = Credentials(token_env="CLOUDRUNNER_TEST_UNSET_TOKEN", require_token=False)
+    got = ws.clone(upstream.url, tmp_path / "w", credentials=creds)
+    assert got.commit == upstream.commits[-1]
+
+
+def test_optional_unset_variable_still_reports_missing_credentials(
+    git_server: GitServer, tmp_path: Path
+) -> None:
+    os.environ.pop("CLOUDRUNNER_TEST_UNSET_TOKEN", None)
+    creds = Credentials(token_env="CLOUDRUNNER_TEST_UNSET_TOKEN", require_token=False)
+    with pytest.raises(AuthenticationRequired, match="none were given"):
+        ws.clone(git_server.url("upstream.git"), tmp_path / "w", credentials=creds)
+
+
 def test_empty_credential_file_is_named(upstream: Upstream, tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text("\n")

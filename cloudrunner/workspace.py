@@ -602,8 +602,11 @@ _UNREACHABLE_MARKERS = (
 
 def _git_said(stderr: str) -> str:
     """The most telling line of git's stderr, for a one-line message."""
-    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
-    lines = [line.removeprefix("stderr: ").strip("'\" ") for line in lines]
+    text = stderr.strip()
+    # gitpython wraps git's output as: stderr: '<output>'
+    if text.startswith("stderr: '") and text.endswith("'"):
+        text = text[len("stderr: '") : -1]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     for prefix in ("fatal:", "error:", "remote:"):
         for line in lines:
             if line.startswith(prefix):

@@ -17,22 +17,24 @@ REDACTED = "[REDACTED]"
 
 #: Excerpts are redacted over this much more than their cap, so a secret that straddles
 #: the cap is still recognised whole (and its visible head blanked) before the cut.
-_REDACTION_MARGIN = 8192
+_REDACTION_MARGIN = 4096
 
 # A variable or key name that looks like it holds a secret. "auth" alone would catch
-# "author", so only its secret-bearing forms are listed.
-_SECRET_NAME = (
-    r"[A-Za-z0-9_.-]*?"
-    r"(?:passw(?:or)?d|passphrase|secret|token|api[_-]?key|access[_-]?key"
-    r"|private[_-]?key|credential|client[_-]?secret|session[_-]?id|cookie|auth[_-]?key"
-    r"|signing[_-]?key|encryption[_-]?key)"
-    r"[A-Za-z0-9_.-]*"
+# "author", so only its secret-bearing forms are listed. The assignment patterns below match
+# any name and ask this one afterwards: a keyword inside a lazily-scanned name would make the
+# regex quadratic on long words, and hook output is untrusted input.
+_SECRET_NAME = re.compile(
+    r"(?i)passw(?:or)?d|passphrase|secret|token|api[_-]?key|access[_-]?key"
+    r"|private[_-]?key|credential|session[_-]?id|cookie|auth[_-]?key"
+    r"|signing[_-]?key|encryption[_-]?key"
 )
 
 _Sub = tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]
 
 
 def _keep_quotes(match: re.Match[str]) -> str:
+    if not _SECRET_NAME.search(match.group("name")):
+        return match.group(0)
     value = match.group("value")
     quote = value[0] if value[:1] in ("'", '"') and len(value) >= 2 else ""
     return f"{match.group('name')}{match.group('sep')}{quote}{REDACTED}{quote}"
@@ -63,27 +65,28 @@ _SUBSTITUTIONS: tuple[_Sub, ...] = (
     (re.compile(r"(?i)\b(?P<scheme>bearer)\s+[A-Za-z0-9._~+/=-]{8,}"), rf"\g<scheme> {REDACTED}"),
     # Credentials inside URLs: scheme://user:password@host
     (
-        re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/@:]*:)[^\s/@]+(?P<at>@)"),
+        re.compile(
+            r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s/@:]{0,256}:)[^\s/@]{1,512}(?P<at>@)"
+        ),
         rf"\g<head>{REDACTED}\g<at>",
     ),
-    # AWS access key ids.
+    # Well-known token shapes, in one pass (each pass over a long text costs): AWS access
+    # key ids, GitHub (classic prefixes and fine-grained PATs), GitLab, Slack, Stripe,
+    # Google, OpenAI-style keys, JWTs.
     (
-        re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
+        re.compile(
+            r"\b(?:(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|A3T[A-Z0-9])[A-Z0-9]{16}\b"
+            r"|gh[pousr]_[A-Za-z0-9]{20,}\b|github_pat_[A-Za-z0-9_]{20,}\b"
+            r"|glpat-[A-Za-z0-9_-]{16,}|xox[abprs]-[A-Za-z0-9-]{10,}"
+            r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|AIza[0-9A-Za-z_-]{35}|sk-[A-Za-z0-9_-]{20,}"
+            r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"
+        ),
         REDACTED,
     ),
-    # GitHub tokens (classic prefixes and fine-grained PATs).
-    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b"), REDACTED),
-    # Other well-known token shapes: GitLab, Slack, Stripe, Google, OpenAI-style, JWTs.
-    (re.compile(r"\bglpat-[A-Za-z0-9_-]{16,}"), REDACTED),
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), REDACTED),
-    (re.compile(r"\b[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"), REDACTED),
-    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), REDACTED),
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{20,}"), REDACTED),
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), REDACTED),
     # Command-line flags: --password hunter2, --api-key=xyz
     (
         re.compile(
-            rf"(?i)(?P<name>(?<![\w-])--?{_SECRET_NAME})(?P<sep>=|\s+)(?!-)"
+            r"(?P<name>(?<![\w-])--?[\w.-]+)(?P<sep>=|\s+)(?!-)"
             r"(?P<value>\[REDACTED\]|\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^\s\"']+)"
         ),
         _keep_quotes,
@@ -91,7 +94,7 @@ _SUBSTITUTIONS: tuple[_Sub, ...] = (
     # NAME=value, NAME: value, "name": "value", with a secret-looking name.
     (
         re.compile(
-            rf"(?i)(?P<name>(?<![\w.-]){_SECRET_NAME}[\"']?)(?P<sep>\s*[:=]\s*)"
+            r"(?P<name>(?<![\w.-])[\w.-]+[\"']?)(?P<sep>\s*[:=]\s*)"
             r"(?P<value>\[REDACTED\]|\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^\s\"',;&|)}\]]+)"
         ),
         _keep_quotes,
@@ -115,7 +118,7 @@ def excerpt(data: bytes | str, cap: int) -> str:
     if cap < 0:
         raise ValueError(f"excerpt cap must be >= 0, got {cap}")
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    window = raw[: cap * 4 + _REDACTION_MARGIN]
+    window = raw[: cap + _REDACTION_MARGIN]
     text = redact(window.decode("utf-8", "replace"))
     if len(text) <= cap and len(window) == len(raw):
         return text

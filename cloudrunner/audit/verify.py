@@ -172,21 +172,20 @@ class _Verifier:
     def check_record(self, name: str, line: _Line, record: dict[str, Any]) -> None:
         seq: int = record["seq"]
         is_torn_record = record["kind"] == RecordKind.TORN_RECORD
-        if self.pending:
-            if is_torn_record and _acknowledges(record, self.pending):
-                for torn in self.pending:
-                    self.report.torn.append(_torn_line(name, torn, seq))
-                self.pending = []
-            else:
-                self.flush_pending(name, is_live=False)
-        elif is_torn_record:
-            self.problem(
-                name,
-                line.number,
-                seq,
-                "torn_record does not follow the torn lines it names (offsets, lengths or "
-                "sha256 differ): a line was altered, removed or moved",
-            )
+        if is_torn_record and self.pending and _acknowledges(record, self.pending):
+            for torn in self.pending:
+                self.report.torn.append(_torn_line(name, torn, seq))
+            self.pending = []
+        else:
+            self.flush_pending(name, is_live=False)
+            if is_torn_record:
+                self.problem(
+                    name,
+                    line.number,
+                    seq,
+                    "torn_record does not follow the torn lines it names (offsets, lengths or "
+                    "sha256 differ): a line was altered, removed or moved",
+                )
         if record_hash(record) != record["hash"]:
             self.problem(
                 name,

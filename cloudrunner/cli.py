@@ -33,6 +33,16 @@ def _add_gate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     gate.add_arguments(p)
 
 
+def _add_audit(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from cloudrunner.audit import command as audit_command
+
+    p = sub.add_parser("audit", help="inspect and verify the audit log")
+    asub = p.add_subparsers(dest="audit_command", required=True, metavar="COMMAND")
+    v = asub.add_parser("verify", help="check the hash chain of an audit log and its rotated files")
+    audit_command.add_verify_arguments(v)
+    v.set_defaults(handler=audit_command.verify_command)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cloudrunner",
@@ -48,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     _add_images,
     _add_gate,
+    _add_audit,
 ]
 
 

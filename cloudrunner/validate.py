@@ -22,6 +22,7 @@ from cloudrunner.errors import CloudrunnerError, ExitCode
 from cloudrunner.protocol.config import HookEntry, parse_hooks_file
 from cloudrunner.protocol.diagnostics import Diagnostic, Severity, error, warning
 from cloudrunner.protocol.events import EVENTS
+from cloudrunner.protocol.jsonpos import PositionIndex
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.sources import HOOKS_FILE_NAME, HooksFileRefused, read_hooks_bytes, skip_reason
 
@@ -178,6 +179,7 @@ def validate_file(target: Target, profile: Profile, kind: SourceKind) -> FileRep
     parsed = parse_hooks_file(data, file=file)
     diagnostics = list(parsed.diagnostics)
     verdicts: list[HookVerdict] = []
+    scripts: list[Diagnostic] = []
     if parsed.config is not None:
         for entries in parsed.config.hooks.values():
             first_of: dict[str, HookEntry] = {}
@@ -200,7 +202,12 @@ def validate_file(target: Target, profile: Profile, kind: SourceKind) -> FileRep
                     continue
                 verdicts.append(_verdict(kind, entry, profile))
                 if target.repository is not None and kind is SourceKind.PROJECT:
-                    diagnostics.extend(_script_warnings(entry, target.repository, file))
+                    scripts.extend(_script_warnings(entry, target.repository, file))
+    if scripts:
+        index = PositionIndex(data.decode("utf-8-sig"))
+        for note in scripts:
+            at = index.find(note.pointer or "")
+            diagnostics.append(note.located(*at) if at else note)
     return FileReport(target.file, tuple(diagnostics), tuple(verdicts))
 
 

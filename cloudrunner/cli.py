@@ -43,6 +43,14 @@ def _add_audit(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     v.set_defaults(handler=audit_command.verify_command)
 
 
+def _add_validate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from cloudrunner import validate
+
+    p = sub.add_parser("validate", help="lint hooks files and show what runs in cloud agents")
+    validate.add_arguments(p)
+    p.set_defaults(handler=validate.validate_command)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cloudrunner",
@@ -59,6 +67,7 @@ _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
     _add_images,
     _add_gate,
     _add_audit,
+    _add_validate,
 ]
 
 

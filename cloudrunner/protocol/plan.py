@@ -170,12 +170,14 @@ def parse_payload(spec: EventSpec, payload: bytes | Mapping[str, Any]) -> tuple[
             ) from None
         except (ValueError, RecursionError) as exc:
             raise InvalidPayload(spec.name, f"not usable JSON ({exc})") from None
-    else:
+    elif isinstance(payload, Mapping):
         document = dict(payload)
         try:
             raw = json.dumps(document, ensure_ascii=False, allow_nan=False).encode("utf-8")
         except (TypeError, ValueError, RecursionError) as exc:
             raise InvalidPayload(spec.name, f"cannot be written as JSON ({exc})") from None
+    else:  # the type says Mapping, but a caller may pass whatever its JSON decoder made
+        document = payload
     if not isinstance(document, dict):
         raise InvalidPayload(spec.name, f"must be a JSON object, not {type(document).__name__}")
     try:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
-from cloudrunner import __version__
+from cloudrunner import __version__, run_command
 from cloudrunner.errors import CloudrunnerError, ExitCode
 
 Handler = Callable[[argparse.Namespace], int]
@@ -43,6 +44,39 @@ def _add_audit(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     v.set_defaults(handler=audit_command.verify_command)
 
 
+def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "run",
+        help="answer one event in process: event JSON on stdin, merged answer on stdout",
+    )
+    run_command.add_arguments(p)
+
+
+def _add_config(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("config", help="write or show the worker settings")
+    csub = p.add_subparsers(dest="config_command", required=True, metavar="COMMAND")
+    init = csub.add_parser("init", help="write a commented default settings file")
+    init.add_argument("file", nargs="?", type=Path, default=Path("cloudrunner.toml"))
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    init.set_defaults(handler=_config_init)
+    show = csub.add_parser("show", help="print the effective settings as TOML")
+    run_command.add_settings_flags(show)
+    show.set_defaults(handler=_config_show)
+
+
+def _config_init(args: argparse.Namespace) -> int:
+    from cloudrunner import settings
+
+    return settings.config_init_command(args.file, force=bool(args.force))
+
+
+def _config_show(args: argparse.Namespace) -> int:
+    from cloudrunner import settings
+
+    print(settings.to_toml(run_command.settings_from(args)), end="")
+    return 0
+
+
 def _add_validate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from cloudrunner import validate
 
@@ -64,10 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
+    _add_run,
     _add_images,
+    _add_config,
     _add_gate,
-    _add_audit,
     _add_validate,
+    _add_audit,
 ]
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationError
 
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.protocol.loops import LoopBudget
 
 
 class SessionStateError(CloudrunnerError):
@@ -116,3 +117,22 @@ class SessionStore:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
+
+
+class PersistentLoopCounterStore:
+    """The protocol's LoopCounterStore over SessionStore: counts survive restarts and are
+    checked-and-counted under the conversation's lock, so concurrent workers agree."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self._store = store
+
+    def try_consume(self, conversation_id: str, script: str, limit: int | None) -> LoopBudget:
+        with self._store.update(conversation_id) as state:
+            used = state.loop_counts.get(script, 0)
+            if limit is not None and used >= limit:
+                return LoopBudget(False, used, limit)
+            state.loop_counts[script] = used + 1
+            return LoopBudget(True, used + 1, limit)
+
+    def used(self, conversation_id: str, script: str) -> int:
+        return self._store.load(conversation_id).loop_counts.get(script, 0)

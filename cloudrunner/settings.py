@@ -66,8 +66,11 @@ class WorkspaceSettings(_Section):
 class AuditSettings(_Section):
     path: Path | None = None
     """the audit log; empty: <state_dir>/audit.log"""
-    fsync: Literal["always", "batch", "never"] = "batch"
-    """always: fsync each record; batch: once per event; never: leave it to the kernel"""
+    fsync: Literal["always", "interval", "never"] = "always"
+    """always: each event's records are on disk before the answer; interval: at most every
+    fsync_interval seconds; never: left to the kernel (survives a process crash only)"""
+    fsync_interval: float = Field(default=1.0, ge=0)
+    """seconds between syncs when fsync is interval"""
     max_bytes: int = Field(default=64 * 1024 * 1024, ge=4096)
     """rotate when the current file would grow past this many bytes"""
     include_payload_text: bool = False
@@ -305,3 +308,16 @@ def default_toml() -> str:
     ]
     values = Settings().model_dump(mode="json")
     return "\n".join(header + _commented(Settings, values, "")) + "\n"
+
+
+def config_init_command(path: Path, *, force: bool) -> int:
+    """`cloudrunner config init [FILE]`: write the commented default settings file."""
+    if path.exists() and not force:
+        raise SettingsError(f"{path} exists already; pass --force to overwrite it")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(default_toml())
+    except OSError as exc:
+        raise SettingsError(f"cannot write {path}: {exc.strerror}") from exc
+    print(f"wrote {path}")
+    return 0

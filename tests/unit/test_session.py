@@ -59,3 +59,18 @@ def test_unwritable_state_dir_is_a_clear_error(tmp_path: Path) -> None:
     blocker.write_text("")
     with pytest.raises(SessionStateError, match="--state-dir"), SessionStore(blocker).update("c"):
         pass
+
+
+def test_persistent_loop_store_counts_up_to_the_limit_across_stores(tmp_path: Path) -> None:
+    from cloudrunner.session import PersistentLoopCounterStore
+
+    first = PersistentLoopCounterStore(SessionStore(tmp_path))
+    assert first.try_consume("c", "stop-script", 2).allowed
+    second = PersistentLoopCounterStore(SessionStore(tmp_path))
+    budget = second.try_consume("c", "stop-script", 2)
+    assert (budget.allowed, budget.used) == (True, 2)
+    refused = second.try_consume("c", "stop-script", 2)
+    assert (refused.allowed, refused.used, refused.limit) == (False, 2, 2)
+    assert second.used("c", "stop-script") == 2
+    assert second.try_consume("other", "stop-script", 2).used == 1
+    assert all(second.try_consume("c", "unlimited", None).allowed for _ in range(7))

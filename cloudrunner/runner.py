@@ -1,0 +1,131 @@
+"""Running one event's plan: tiers in priority order, hooks of a tier concurrently (bounded),
+each in its source's sandbox, each outcome classified by the protocol core.
+
+The protocol's `run_tiers` owns the tier logic (a block skips lower tiers); this module
+supplies the part that touches the world: which sandbox a hook runs in, with what
+environment, and how a sandbox's `ExecResult` becomes the protocol's `Execution`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cloudrunner.protocol.merge import run_tiers
+from cloudrunner.protocol.outcomes import Outcome
+from cloudrunner.protocol.plan import Plan, PlannedHook
+from cloudrunner.protocol.profiles import SourceKind
+from cloudrunner.protocol.results import Execution, ExecutionStatus, HookResult
+from cloudrunner.sandbox.base import ExecRequest, ExecResult, Sandbox
+
+#: opens the sandbox for one source kind; its working directory is mounted read-only
+SandboxOpener = Callable[[SourceKind, Path], Sandbox]
+
+_STATUS = {
+    Outcome.OK: ExecutionStatus.OK,
+    Outcome.ERROR: ExecutionStatus.OK,  # a non-zero exit: the protocol reads the code
+    Outcome.TIMEOUT: ExecutionStatus.TIMEOUT,
+    Outcome.OOM: ExecutionStatus.OOM,
+    Outcome.OUTPUT_OVERFLOW: ExecutionStatus.OUTPUT_OVERFLOW,
+    Outcome.SANDBOX_ERROR: ExecutionStatus.SANDBOX_ERROR,
+}
+
+
+def to_execution(result: ExecResult) -> Execution:
+    status = _STATUS.get(result.outcome, ExecutionStatus.SANDBOX_ERROR)
+    message = result.message
+    if result.outcome not in _STATUS:
+        message = f"the sandbox answered with outcome {result.outcome}: {message}"
+    return Execution(status, result.exit_code, result.stdout, result.stderr, message)
+
+
+def hook_environment(plan: Plan, workspace: Path, session_env: Mapping[str, str]) -> dict[str, str]:
+    """Spec section 5: exactly these variables, nothing from the worker's own environment."""
+    payload = plan.payload
+    env = {
+        # the session's env from sessionStart first, so the fixed variables always win
+        **session_env,
+        "CURSOR_PROJECT_DIR": str(workspace),
+        "CLAUDE_PROJECT_DIR": str(workspace),
+        "CURSOR_VERSION": payload.cursor_version or "",
+        "CURSOR_CODE_REMOTE": "true",
+    }
+    if payload.user_email:
+        env["CURSOR_USER_EMAIL"] = payload.user_email
+    if payload.transcript_path:
+        env["CURSOR_TRANSCRIPT_PATH"] = payload.transcript_path
+    return env
+
+
+@dataclass
+class SandboxSet:
+    """One sandbox per source kind, opened on first use, closed together."""
+
+    opener: SandboxOpener
+    _open: dict[SourceKind, Sandbox] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, kind: SourceKind, working_dir: Path) -> Sandbox:
+        with self._lock:
+            sandbox = self._open.get(kind)
+            if sandbox is None:
+                sandbox = self.opener(kind, working_dir)
+                self._open[kind] = sandbox
+            return sandbox
+
+    def close(self) -> None:
+        with self._lock:
+            opened = list(self._open.values())
+            self._open.clear()
+        for sandbox in opened:
+            sandbox.close()
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    results: tuple[HookResult, ...]
+    #: what the sandbox returned for each hook that ran, by hook id
+    executions: Mapping[str, ExecResult]
+
+
+def run_plan(
+    plan: Plan,
+    sandboxes: SandboxSet,
+    *,
+    workspace: Path,
+    session_env: Mapping[str, str],
+    max_parallel: int,
+) -> RunOutcome:
+    env = hook_environment(plan, workspace, session_env)
+    executions: dict[str, ExecResult] = {}
+    lock = threading.Lock()
+
+    def run_one(hook: PlannedHook) -> Execution:
+        try:
+            sandbox = sandboxes.get(hook.source_kind, hook.working_dir)
+        except Exception as exc:  # a sandbox that cannot be opened fails this hook only
+            message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            return Execution(ExecutionStatus.SANDBOX_ERROR, message=message)
+        request = ExecRequest(
+            command=hook.command,
+            cwd=str(hook.working_dir),
+            stdin=plan.payload_bytes,
+            env=env,
+            timeout_s=hook.timeout,
+        )
+        result = sandbox.run(request)
+        with lock:
+            executions[hook.hook_id] = result
+        return to_execution(result)
+
+    def run_tier(hooks: Sequence[PlannedHook]) -> Sequence[Execution]:
+        if len(hooks) == 1:
+            return [run_one(hooks[0])]
+        with ThreadPoolExecutor(max_workers=min(max_parallel, len(hooks))) as pool:
+            return list(pool.map(run_one, hooks))
+
+    results = run_tiers(plan, run_tier)
+    return RunOutcome(results, executions)

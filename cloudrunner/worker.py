@@ -1,0 +1,430 @@
+"""The worker: one agent event from payload to answer, with every step recorded.
+
+event -> workspace (clone or adopt) -> writability gate -> sources (reloaded) -> plan ->
+sandbox runs -> outcomes -> merge -> answer + audit records. Expected failures (a bad
+payload, a non-cloud event, a missing repository) are recorded as `refused` and raised as
+`CloudrunnerError`s for the CLI's error boundary; a hook's failure is an outcome, never an
+exception.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker
+
+from cloudrunner import environment as project_environment
+from cloudrunner import gate, workspace
+from cloudrunner.audit import AuditWriter, RecordKind
+from cloudrunner.docker_engine import connect
+from cloudrunner.errors import CloudrunnerError
+from cloudrunner.protocol.errors import EventNotAvailable, InvalidPayload, UnknownEvent
+from cloudrunner.protocol.events import event_spec, neutral_answer
+from cloudrunner.protocol.merge import MergedAnswer, merge
+from cloudrunner.protocol.plan import Plan, build_plan
+from cloudrunner.protocol.profiles import Profile, SourceKind
+from cloudrunner.runner import RunOutcome, SandboxSet, run_plan
+from cloudrunner.sandbox.base import Sandbox, SandboxLabels, SandboxSpec
+from cloudrunner.sandbox.hook_container import HookContainerSandbox
+from cloudrunner.session import PersistentLoopCounterStore, SessionStore
+from cloudrunner.settings import Settings
+from cloudrunner.sources import (
+    LoadedSource,
+    SourceSet,
+    SourceSettings,
+    SourceStatus,
+    load_sources,
+)
+
+
+class PayloadRefused(CloudrunnerError):
+    """The event was refused before any hook ran (recorded in the audit log)."""
+
+
+@dataclass(frozen=True)
+class EventReply:
+    answer: dict[str, Any]
+    gated: bool
+    records: int
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+class Worker:
+    """Answers events for one settings object; `close()` releases the audit log."""
+
+    def __init__(self, settings: Settings, *, client: docker.DockerClient | None = None) -> None:
+        self.settings = settings
+        self.worker_id = settings.effective_worker_id
+        self.profile = Profile(settings.profile)
+        self.sessions = SessionStore(settings.state_dir)
+        self._client = client
+        self._workspace: workspace.Workspace | None = None
+        self.audit = AuditWriter(
+            settings.audit_path,
+            worker=self.worker_id,
+            fsync=settings.audit.fsync,
+            fsync_interval=settings.audit.fsync_interval,
+            max_bytes=settings.audit.max_bytes,
+            include_payload_text=settings.audit.include_payload_text,
+            excerpt_cap=settings.audit.excerpt_bytes,
+        )
+
+    def close(self) -> None:
+        self.audit.close()
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ the event path
+
+    def handle(self, payload: bytes, event: str | None = None) -> EventReply:
+        document = self._document(payload, event)
+        name = event or str(document.get("hook_event_name") or "")
+        if not name:
+            self._refuse("", document, "the payload has no hook_event_name; pass --event NAME")
+        ids = {
+            "conversation_id": str(document.get("conversation_id") or ""),
+            "generation_id": str(document.get("generation_id") or ""),
+            "event": name,
+        }
+        try:
+            spec = event_spec(name)
+            if not self.profile.runs_event(spec.in_cloud):
+                raise EventNotAvailable(name, str(self.profile), spec.not_in_cloud_reason or "")
+        except (UnknownEvent, EventNotAvailable) as exc:
+            self._refuse(name, document, exc.message)
+        ws = self._resolve_workspace(document, ids)
+        decision = gate.evaluate(ws.root, self.settings.state_dir)
+        if not decision.open:
+            answer = neutral_answer(name)
+            self.audit.append(
+                RecordKind.GATED,
+                {
+                    **ids,
+                    "session": ids["conversation_id"],
+                    "payload": document,
+                    "reason": decision.reason,
+                    "gate": {"mode": str(decision.mode), "generation": decision.generation},
+                    "decision": answer,
+                },
+            )
+            return EventReply(answer, gated=True, records=1)
+        sources = load_sources(
+            SourceSettings(
+                workspace=ws.root,
+                profile=self.profile,
+                enterprise_path=self.settings.sources.enterprise_hooks,
+                team_path=self.settings.sources.team_hooks,
+                user_home=self.settings.sources.user_home,
+                trust_workspace=self.settings.sources.trust_project_hooks
+                and ws.trust_project_hooks,
+            )
+        )
+        try:
+            plan = build_plan(
+                sources.loaded,
+                name,
+                payload,
+                profile=self.profile,
+                default_timeout=self.settings.hook_timeout,
+            )
+        except InvalidPayload as exc:
+            self._refuse(name, document, exc.message)
+        state = self.sessions.load(plan.conversation_id)
+        session_label = plan.conversation_id or f"run-{os.getpid()}"
+        image = self._environment_image(ws)
+        sandboxes = SandboxSet(lambda kind, wd: self._open(kind, wd, ws, session_label, image))
+        try:
+            outcome = run_plan(
+                plan,
+                sandboxes,
+                workspace=ws.root,
+                session_env=state.env,
+                max_parallel=self.settings.max_parallel_hooks,
+            )
+        finally:
+            sandboxes.close()
+        merged = merge(plan, outcome.results, PersistentLoopCounterStore(self.sessions))
+        skipped = self._source_records(sources, state.source_hashes, ids)
+        with self.sessions.update(plan.conversation_id) as fresh:
+            fresh.events += 1
+            fresh.source_hashes = {_source_key(s): s.sha256 or "" for s in sources.sources}
+            if name == "sessionStart":
+                fresh.env.update(merged.env)
+        records = [
+            *skipped,
+            *self._hook_records(plan, outcome, merged, ids, ws, document),
+            (
+                RecordKind.DECISION,
+                {
+                    **ids,
+                    "session": session_label,
+                    "workspace": str(ws.root),
+                    "commit": ws.commit,
+                    "payload": document,
+                    "decision": merged.answer,
+                    "blocked_by": merged.blocked_by.hook.hook_id if merged.blocked_by else None,
+                    "hooks": len(outcome.results),
+                },
+            ),
+        ]
+        self.audit.append_many(records)
+        return EventReply(merged.answer, gated=False, records=len(records))
+
+    # ------------------------------------------------------------------ pieces
+
+    def _document(self, payload: bytes, event: str | None) -> dict[str, Any]:
+        cap = self.settings.max_payload_bytes
+        if len(payload) > cap:
+            self._refuse(
+                event or "",
+                {},
+                f"the payload is {len(payload)} bytes, over the {cap}-byte cap "
+                "(max_payload_bytes in the settings)",
+            )
+        try:
+            document: Any = json.loads(payload.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            self._refuse(event or "", {}, f"the payload is not a JSON document ({exc})")
+        if not isinstance(document, dict):
+            self._refuse(
+                event or "", {}, f"the payload must be a JSON object, not {type(document).__name__}"
+            )
+        return dict(document)
+
+    def _refuse(self, event: str, document: Mapping[str, Any], reason: str) -> Any:
+        self.audit.append(
+            RecordKind.REFUSED,
+            {
+                "event": event,
+                "conversation_id": str(document.get("conversation_id") or ""),
+                "generation_id": str(document.get("generation_id") or ""),
+                "payload": dict(document),
+                "reason": reason,
+            },
+        )
+        raise PayloadRefused(reason)
+
+    def _resolve_workspace(
+        self, document: Mapping[str, Any], ids: Mapping[str, str]
+    ) -> workspace.Workspace:
+        if self._workspace is not None:
+            return self._workspace
+        try:
+            ws = self._checkout(document)
+        except CloudrunnerError as exc:
+            self._refuse(ids["event"], document, exc.message)
+        self._workspace = ws
+        return ws
+
+    def _checkout(self, document: Mapping[str, Any]) -> workspace.Workspace:
+        cfg = self.settings.workspace
+        trust = self.settings.sources.trust_project_hooks
+        if cfg.repo:
+            dest = (
+                cfg.path
+                or self.settings.clone_dir
+                / hashlib.sha256(f"{cfg.repo}\n{cfg.ref}".encode()).hexdigest()[:16]
+            )
+            with _locked(dest.parent / f".{dest.name}.lock"):
+                if (dest / ".git").exists():
+                    return workspace.adopt(dest, trust_project_hooks=trust)
+                credentials = workspace.Credentials(
+                    token_env=None if cfg.credential_file else cfg.credential_env,
+                    token_file=cfg.credential_file,
+                    require_token=cfg.credential_file is not None,
+                )
+                ws = workspace.clone(
+                    cfg.repo,
+                    dest,
+                    ref=cfg.ref or None,
+                    shallow=cfg.shallow,
+                    credentials=credentials,
+                    trust_project_hooks=trust,
+                )
+                self._hand_over(dest)
+                return ws
+        if cfg.path is not None:
+            return workspace.adopt(cfg.path, trust_project_hooks=trust)
+        roots = document.get("workspace_roots")
+        if isinstance(roots, list) and roots and isinstance(roots[0], str) and roots[0]:
+            return workspace.adopt(Path(roots[0]), trust_project_hooks=trust)
+        raise workspace.WorkspaceError(
+            "no workspace: give --workspace DIR, --repo URL, or workspace_roots in the payload"
+        )
+
+    def _hand_over(self, root: Path) -> None:
+        """A clone this worker made as root belongs to the unprivileged hook uid, so hooks
+        (which never run as uid 0) can write the workspace they act on."""
+        if os.geteuid() != 0:
+            return
+        profile = self.settings.sandbox.profile_for("project")
+        from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID
+
+        uid = profile.user or FALLBACK_HOOK_UID
+        gid = profile.group or uid
+        for directory, dirs, files in os.walk(root):
+            os.lchown(directory, uid, gid)
+            for entry in (*dirs, *files):
+                os.lchown(os.path.join(directory, entry), uid, gid)
+
+    def _environment_image(self, ws: workspace.Workspace) -> str | None:
+        if not self.settings.workspace.use_environment_json:
+            return None
+        env = project_environment.load_environment(ws.root)
+        if env is None or not env.has_build:
+            return None
+        built = project_environment.build_image(
+            self._engine(), env, labels={"cloudrunner.worker": self.worker_id}
+        )
+        return built.tag
+
+    def _engine(self) -> docker.DockerClient:
+        if self._client is None:
+            self._client = connect()
+        return self._client
+
+    def _open(
+        self,
+        kind: SourceKind,
+        working_dir: Path,
+        ws: workspace.Workspace,
+        session: str,
+        image: str | None,
+    ) -> Sandbox:
+        profile = self.settings.sandbox.profile_for(str(kind))
+        if image is not None and kind is SourceKind.PROJECT:
+            profile = profile.model_copy(update={"image": image})
+        config_dirs = () if _inside(working_dir, ws.root) else (working_dir,)
+        spec = SandboxSpec(
+            workspace=ws.root,
+            labels=SandboxLabels(worker=self.worker_id, session=session, source=str(kind)),
+            profile=profile,
+            config_dirs=config_dirs,
+        )
+        return open_sandbox(spec, self._engine())
+
+    def _source_records(
+        self,
+        sources: SourceSet,
+        seen: Mapping[str, str],
+        ids: Mapping[str, str],
+    ) -> list[tuple[RecordKind, dict[str, Any]]]:
+        """One `skipped` record per diagnostic of a source the conversation has not seen in
+        this version yet (a skipped user source, a prompt hook, a broken file, ...)."""
+        out: list[tuple[RecordKind, dict[str, Any]]] = []
+        for source in sources.sources:
+            # A broken source is reported on every event (its hooks did not run); anything
+            # else once per conversation and file version.
+            unseen = seen.get(_source_key(source)) != (source.sha256 or "")
+            if source.status is not SourceStatus.BROKEN and not unseen:
+                continue
+            for diagnostic in source.diagnostics:
+                if diagnostic.code == "source-absent":
+                    continue
+                out.append(
+                    (
+                        RecordKind.SKIPPED,
+                        {
+                            **ids,
+                            "source": str(source.kind),
+                            "source_file": str(source.path) if source.path else None,
+                            "source_hash": source.sha256,
+                            "source_status": str(source.status),
+                            "reason": diagnostic.render(),
+                            "diagnostic": diagnostic.to_dict(),
+                        },
+                    )
+                )
+        return out
+
+    def _hook_records(
+        self,
+        plan: Plan,
+        outcome: RunOutcome,
+        merged: MergedAnswer,
+        ids: Mapping[str, str],
+        ws: workspace.Workspace,
+        document: Mapping[str, Any],
+    ) -> list[tuple[RecordKind, dict[str, Any]]]:
+        out: list[tuple[RecordKind, dict[str, Any]]] = []
+        for decision in merged.decisions:
+            result = decision.result
+            hook = result.hook
+            ran = outcome.executions.get(hook.hook_id)
+            attestation = ran.attestation if ran is not None else {}
+            fields: dict[str, Any] = {
+                **ids,
+                "session": plan.conversation_id,
+                "source": str(hook.source_kind),
+                "source_file": str(hook.source_path),
+                "source_hash": hook.source_sha256,
+                "hook_index": hook.index,
+                "command": hook.command,
+                "matcher": hook.definition.matcher,
+                "matched": hook.match.matched,
+                "match_reason": hook.match.reason,
+                "outcome": str(result.outcome),
+                "reason": result.reason,
+                "exit_code": result.exit_code,
+                "merge_use": decision.summary,
+                "merge_fields": [f.to_dict() for f in decision.fields],
+                "decision": merged.answer,
+                "commit": ws.commit,
+            }
+            if ran is not None:
+                fields.update(
+                    sandbox_id=ran.sandbox_id,
+                    image_digest=attestation.get("image_id"),
+                    runtime=attestation.get("runtime"),
+                    limits=attestation.get("limits"),
+                    attestation=attestation,
+                    duration_ms=round(ran.duration_s * 1000, 3),
+                    stdout_excerpt=self.audit.excerpt(ran.stdout),
+                    stderr_excerpt=self.audit.excerpt(ran.stderr),
+                    stdout_bytes=len(ran.stdout),
+                    stderr_bytes=len(ran.stderr),
+                )
+            out.append((RecordKind.HOOK, fields))
+        return out
+
+
+def _source_key(source: LoadedSource) -> str:
+    return f"{source.kind}:{source.path}"
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock across processes (several `run`s may want the same clone)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def open_sandbox(spec: SandboxSpec, client: docker.DockerClient) -> Sandbox:
+    """The sandbox for the spec's isolation mode."""
+    if spec.profile.isolation == "hook":
+        return HookContainerSandbox(spec, client)
+    raise CloudrunnerError("session isolation is not wired in yet; use --isolation hook")

@@ -7,8 +7,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -16,31 +14,7 @@ import pytest
 from cloudrunner import gate
 from cloudrunner.cli import main
 from cloudrunner.gate import GateError, GateMode
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def _mount(*args: str) -> None:
-    proc = subprocess.run(["mount", *args], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        message = f"mount {' '.join(args)} is not permitted here: {proc.stderr.strip()}"
-        if _in_ci():
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-
-
-@contextmanager
-def read_only_view(source: Path, where: Path) -> Iterator[Path]:
-    """`source` bind-mounted read-only at `where`; unmounted whatever happens."""
-    where.mkdir()
-    _mount("--bind", str(source), str(where))
-    try:
-        _mount("-o", "remount,bind,ro", str(where))
-        yield where
-    finally:
-        subprocess.run(["umount", str(where)], check=False)
+from tests.support.mounts import mount, read_only_view
 
 
 @pytest.fixture
@@ -72,10 +46,10 @@ def test_read_only_bind_mount_is_not_writable_even_for_root(
 def test_read_only_tmpfs_is_not_writable(tmp_path: Path) -> None:
     where = tmp_path / "tmpfs"
     where.mkdir()
-    _mount("-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where))
+    mount("-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where))
     try:
         assert gate.probe_writable(where).writable
-        _mount("-o", "remount,ro", str(where))
+        mount("-o", "remount,ro", str(where))
         assert not gate.probe_writable(where).writable
     finally:
         subprocess.run(["umount", str(where)], check=False)
@@ -97,7 +71,7 @@ def test_auto_mode_opens_from_the_next_event_once_writable(workspace: Path, tmp_
         assert first.probe is not None and not first.probe.writable
         assert "not writable" in first.reason
         # The environment becomes writable: the same mount point, now read-write.
-        _mount("-o", "remount,bind,rw", str(view))
+        mount("-o", "remount,bind,rw", str(view))
         second = gate.evaluate(view, state)
         assert second.open
         assert second.probe is not None and second.probe.writable

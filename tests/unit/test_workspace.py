@@ -3,14 +3,11 @@ real HTTP git server (git http-backend behind http.server with Basic auth) on 12
 
 from __future__ import annotations
 
-import base64
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -24,6 +21,7 @@ from cloudrunner.workspace import (
     RepositoryNotFound,
     WorkspaceError,
 )
+from tests.support.git_http import GitServer, serve_git
 
 SECRET = "s3cr3t-tok3n-5f0a9c"
 
@@ -321,102 +319,12 @@ def test_clone_over_ssh_with_a_key_file(
 # ------------------------------------------------------------------ HTTP with Basic auth
 
 
-class _GitHTTPServer(ThreadingHTTPServer):
-    project_root: Path
-    expected_auth: str
-    seen_auth: list[str | None]
-
-
-class _GitHandler(BaseHTTPRequestHandler):
-    """git http-backend as CGI, behind a Basic auth check."""
-
-    server: _GitHTTPServer
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self._serve()
-
-    def do_POST(self) -> None:
-        self._serve()
-
-    def _serve(self) -> None:
-        auth = self.headers.get("Authorization")
-        self.server.seen_auth.append(auth)
-        if auth != self.server.expected_auth:
-            self.send_response(401)
-            self.send_header("WWW-Authenticate", 'Basic realm="test"')
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        path, _, query = self.path.partition("?")
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        env = {
-            "PATH": os.environ["PATH"],
-            "GIT_PROJECT_ROOT": str(self.server.project_root),
-            "GIT_HTTP_EXPORT_ALL": "1",
-            "PATH_INFO": path,
-            "QUERY_STRING": query,
-            "REQUEST_METHOD": self.command,
-            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
-            "CONTENT_LENGTH": str(len(body)),
-            "REMOTE_USER": "tester",
-            "REMOTE_ADDR": "127.0.0.1",
-        }
-        for header, var in (
-            ("Git-Protocol", "GIT_PROTOCOL"),
-            ("Content-Encoding", "HTTP_CONTENT_ENCODING"),
-        ):
-            if self.headers.get(header):
-                env[var] = self.headers[header]
-        out = subprocess.run(
-            ["git", "http-backend"], input=body, env=env, capture_output=True, check=False
-        ).stdout
-        sep = b"\r\n\r\n" if b"\r\n\r\n" in out else b"\n\n"
-        head, _, payload = out.partition(sep)
-        status = 200
-        headers: list[tuple[str, str]] = []
-        for line in head.decode("latin-1").splitlines():
-            name, _, value = line.partition(":")
-            if name.lower() == "status":
-                status = int(value.split()[0])
-            elif name:
-                headers.append((name, value.strip()))
-        self.send_response(status)
-        for name, value in headers:
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-
-@dataclass
-class GitServer:
-    base: str
-    server: _GitHTTPServer
-
-    def url(self, name: str, userinfo: str = "") -> str:
-        return f"http://{userinfo}{self.base}/{name}"
-
-
 @pytest.fixture
 def git_server(upstream: Upstream, monkeypatch: pytest.MonkeyPatch) -> Iterator[GitServer]:
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    server = _GitHTTPServer(("127.0.0.1", 0), _GitHandler)
-    server.project_root = upstream.bare.parent
-    server.expected_auth = "Basic " + base64.b64encode(f"robot:{SECRET}".encode()).decode()
-    server.seen_auth = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield GitServer(f"127.0.0.1:{server.server_address[1]}", server)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serve_git(upstream.bare.parent, "robot", SECRET) as server:
+        yield server
 
 
 def _files_containing(root: Path, needle: str) -> list[Path]:

@@ -43,6 +43,26 @@ class EngineLink:
             return self._client
 
 
+def runtime_network_problem(client: docker.DockerClient, runtime: str, network: str) -> str:
+    """Why `network` would silently not work under `runtime` here, or "".
+
+    gVisor registered with --network=none (as `scripts/docker-up` does) gives its
+    containers no network whatever Docker attaches: a networked source would quietly lose
+    its network, so that combination is refused.
+    """
+    if network == "none" or runtime != "runsc":
+        return ""
+    runtimes = (client.info() or {}).get("Runtimes") or {}
+    args = (runtimes.get(runtime) or {}).get("runtimeArgs") or []
+    if "--network=none" in args:
+        return (
+            f"runtime runsc is registered with --network=none on this engine, so network "
+            f'{network!r} would be silently absent; use runtime "runc" for this source or '
+            'set its network to "none"'
+        )
+    return ""
+
+
 def describe(exc: BaseException, *, image: str, runtime: str, network: str) -> str:
     """What went wrong talking to the engine, and what to do about it."""
     text = _first_line(exc)

@@ -131,7 +131,7 @@ class HookContainerSandbox:
                 b"",
                 time.monotonic() - started,
                 Outcome.SANDBOX_ERROR,
-                self._prefix + message,
+                _join(self._prefix, message),
                 cid[:12],
                 attestation,
             )
@@ -145,6 +145,11 @@ class HookContainerSandbox:
         container_plan = self._plan(request)
         try:
             client = self._link.client()
+            runtime_problem = engine.runtime_network_problem(
+                client, profile.runtime, profile.network
+            )
+            if runtime_problem:
+                return failed(runtime_problem)
             host_config = client.api.create_host_config(
                 **hardening.host_config_kwargs(container_plan)
             )
@@ -211,10 +216,14 @@ class HookContainerSandbox:
             bytes(captured.stderr),
             duration,
             outcome,
-            (self._prefix + message) if message or self._prefix else "",
+            _join(self._prefix, message),
             cid[:12],
             attestation,
         )
+
+
+def _join(prefix: str, message: str) -> str:
+    return "; ".join(part for part in (prefix, message) if part)
 
 
 def _classify(

@@ -27,6 +27,16 @@ def _add_images(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     b.set_defaults(handler=images.build_command)
 
 
+def _add_sandbox(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from cloudrunner.sandbox import reaper
+
+    p = sub.add_parser("sandbox", help="manage sandbox containers")
+    ssub = p.add_subparsers(dest="sandbox_command", required=True, metavar="COMMAND")
+    pr = ssub.add_parser("prune", help="remove sandbox containers whose worker is gone")
+    reaper.add_prune_arguments(pr)
+    pr.set_defaults(handler=reaper.prune_command)
+
+
 def _add_gate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from cloudrunner import gate
 
@@ -104,6 +114,7 @@ _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
     _add_gate,
     _add_validate,
     _add_audit,
+    _add_sandbox,
 ]
 
 

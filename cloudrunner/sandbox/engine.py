@@ -77,14 +77,11 @@ def describe(exc: BaseException, *, image: str, runtime: str, network: str) -> s
             "`cloudrunner images build` (or set the source's sandbox image to one that exists)"
         )
     if "runtime" in lowered and ("unknown" in lowered or "invalid" in lowered):
-        hint = (
-            "`bash scripts/docker-up` installs gVisor and registers runsc (with --network=none)"
-            if runtime == "runsc"
-            else f'register {runtime!r} under "runtimes" in /etc/docker/daemon.json'
-        )
         return (
-            f"the Docker engine has no runtime named {runtime!r}; {hint}, "
-            'or set the source\'s sandbox runtime to "runc"'
+            f"the Docker engine has no runtime named {runtime!r}; `bash scripts/docker-up` "
+            "installs gVisor and registers it as runsc (with --network=none), other runtimes "
+            'are registered under "runtimes" in /etc/docker/daemon.json; or set the source\'s '
+            'sandbox runtime to "runc"'
         )
     if "network" in lowered and "not found" in lowered:
         return (

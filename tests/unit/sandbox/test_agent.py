@@ -1,0 +1,185 @@
+"""The agent's protocol, run as a plain child process (no Docker, not PID 1).
+
+Needs root (the agent drops each hook to an unprivileged uid). Outside a container the
+agent never sweeps stray processes, so these tests cover framing, caps, timeouts and
+process-group kills; the container behaviour is in tests/integration/sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cloudrunner.sandbox import framing
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the agent needs root to drop uid")
+
+REPO = Path(__file__).resolve().parents[3]
+HOOK_UID = 10001
+
+
+def agent_root(tmp: Path) -> Path:
+    """The two agent files alone, laid out as in the container: proves they are stdlib-only."""
+    package = tmp / "agent-root" / "cloudrunner" / "sandbox"
+    package.mkdir(parents=True)
+    for name in ("agent.py", "framing.py"):
+        shutil.copy(REPO / "cloudrunner" / "sandbox" / name, package / name)
+    return tmp / "agent-root"
+
+
+class AgentProcess:
+    def __init__(self, root: Path) -> None:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-I",
+                "-S",
+                "-B",
+                "-c",
+                f"import sys; sys.path.insert(0, {str(root)!r}); "
+                "from cloudrunner.sandbox.agent import main; raise SystemExit(main())",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.decoder = framing.FrameDecoder()
+        self.backlog: list[framing.Frame] = []
+        self.next_id = 0
+
+    def read_frame(self) -> framing.Frame:
+        assert self.proc.stdout is not None
+        while not self.backlog:
+            data = os.read(self.proc.stdout.fileno(), 65536)
+            assert data, "the agent closed its stdout"
+            self.backlog.extend(self.decoder.feed(data))
+        return self.backlog.pop(0)
+
+    def send(self, command: str, stdin: bytes = b"", **fields: Any) -> int:
+        assert self.proc.stdin is not None
+        self.next_id += 1
+        meta = {
+            "op": "run",
+            "id": self.next_id,
+            "command": command,
+            "cwd": "/tmp",
+            "env": {"GREETING": "hi"},
+            "timeout_s": 20.0,
+            "uid": HOOK_UID,
+            "gid": HOOK_UID,
+            "stdout_cap": 1 << 20,
+            "stderr_cap": 1 << 20,
+            "nofile": 256,
+            "fsize": 1 << 20,
+        }
+        meta.update(fields)
+        self.proc.stdin.write(framing.encode(meta, stdin))
+        self.proc.stdin.flush()
+        return self.next_id
+
+    def run(self, command: str, stdin: bytes = b"", **fields: Any) -> framing.Frame:
+        self.send(command, stdin, **fields)
+        return self.read_frame()
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=60)
+
+
+@pytest.fixture
+def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentProcess]:
+    process = AgentProcess(agent_root(tmp_path_factory.mktemp("agent")))
+    hello = process.read_frame()
+    assert hello.meta["op"] == "hello"
+    assert hello.meta["version"] == framing.PROTOCOL_VERSION
+    try:
+        yield process
+    finally:
+        if process.proc.poll() is None:
+            process.proc.kill()
+            process.proc.wait()
+
+
+def out(frame: framing.Frame) -> bytes:
+    return frame.body[: frame.meta["stdout_len"]]
+
+
+def err(frame: framing.Frame) -> bytes:
+    return frame.body[frame.meta["stdout_len"] :]
+
+
+def test_stdin_goes_in_and_stdout_comes_back_byte_exact(agent: AgentProcess) -> None:
+    payload = bytes(range(256)) * 1000
+    frame = agent.run("cat", payload)
+    assert frame.meta["outcome"] == "ok"
+    assert frame.meta["exit_code"] == 0
+    assert out(frame) == payload
+
+
+def test_the_hook_runs_as_the_hook_uid_with_the_given_env(agent: AgentProcess) -> None:
+    frame = agent.run('id -u; id -G; echo "$GREETING"; pwd')
+    assert out(frame).decode().split() == [str(HOOK_UID), str(HOOK_UID), "hi", "/tmp"]
+
+
+def test_exit_codes_and_stderr_are_reported(agent: AgentProcess) -> None:
+    frame = agent.run("echo oops >&2; exit 7")
+    assert frame.meta["outcome"] == "error"
+    assert frame.meta["exit_code"] == 7
+    assert err(frame) == b"oops\n"
+
+
+def test_a_timeout_kills_the_whole_process_group(agent: AgentProcess) -> None:
+    frame = agent.run("sleep 300 & echo $! >&2; wait", timeout_s=1.0)
+    assert frame.meta["outcome"] == "timeout"
+    assert frame.meta["exit_code"] is None
+    child = int(err(frame))
+    # Killed and reaped by the agent: no such process on this host any more, or a zombie
+    # that is not ours to wait for.
+    state = Path(f"/proc/{child}/stat")
+    assert not state.exists() or state.read_text().split(")")[1].split()[0] == "Z"
+
+
+def test_output_over_the_cap_is_cut_and_the_hook_killed(agent: AgentProcess) -> None:
+    frame = agent.run("yes", stdout_cap=1000)
+    assert frame.meta["outcome"] == "output_overflow"
+    assert len(out(frame)) == 1000
+
+
+def test_a_missing_working_directory_is_a_spawn_error(agent: AgentProcess) -> None:
+    frame = agent.run("true", cwd="/nonexistent/dir")
+    assert frame.meta["outcome"] == "spawn_error"
+    assert "/nonexistent/dir" in frame.meta["message"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"), [({"uid": 0}, "uid/gid 0"), ({"timeout_s": "x"}, "timeout_s")]
+)
+def test_bad_requests_are_answered_not_run(
+    agent: AgentProcess, fields: dict[str, Any], needle: str
+) -> None:
+    frame = agent.run("touch /tmp/should-not-exist", **fields)
+    assert frame.meta["outcome"] == "spawn_error"
+    assert needle in frame.meta["message"]
+
+
+def test_concurrent_requests_each_get_their_own_answer(agent: AgentProcess) -> None:
+    slow = agent.send("sleep 2; echo slow")
+    fast = [agent.send("cat", f"fast-{i}".encode()) for i in range(5)]
+    frames = {f.meta["id"]: f for f in (agent.read_frame() for _ in range(6))}
+    assert out(frames[slow]) == b"slow\n"
+    assert [out(frames[i]) for i in fast] == [f"fast-{i}".encode() for i in range(5)]
+    # The fast ones were not held behind the slow one.
+    assert list(frames)[-1] == slow
+
+
+def test_closing_the_channel_ends_the_agent_and_its_hooks(agent: AgentProcess) -> None:
+    agent.send("sleep 300")
+    assert agent.close() == 0

@@ -34,7 +34,7 @@ def run(fields: dict[str, Any], **options: Any) -> dict[str, Any]:
     )
     logger.msg(**fields)
     (entry,) = capture.entries
-    return entry
+    return dict(entry)
 
 
 def test_time_worker_and_pid_are_stamped() -> None:
@@ -125,6 +125,7 @@ def test_chain_processor_links_to_the_head_and_hashes_the_record() -> None:
 def test_render_line_gives_one_ascii_line_and_the_record() -> None:
     head = ChainHead(seq=-1, hash=GENESIS_HASH)
     event = chain_processor(head)(None, "audit", {"kind": "hook", "note": "é"})
+    assert isinstance(event, dict)
     (line, record), kwargs = render_line(None, "audit", event)
     assert kwargs == {}
     assert line.endswith(b"\n") and line.count(b"\n") == 1

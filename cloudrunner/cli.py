@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from cloudrunner import __version__, run_command
+from cloudrunner import __version__
 from cloudrunner.errors import CloudrunnerError, ExitCode
 
 Handler = Callable[[argparse.Namespace], int]
@@ -55,6 +55,8 @@ def _add_audit(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from cloudrunner import run_command
+
     p = sub.add_parser(
         "run",
         help="answer one event in process: event JSON on stdin, merged answer on stdout",
@@ -70,6 +72,8 @@ def _add_config(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.set_defaults(handler=_config_init)
     show = csub.add_parser("show", help="print the effective settings as TOML")
+    from cloudrunner import run_command
+
     run_command.add_settings_flags(show)
     show.set_defaults(handler=_config_show)
 
@@ -81,7 +85,7 @@ def _config_init(args: argparse.Namespace) -> int:
 
 
 def _config_show(args: argparse.Namespace) -> int:
-    from cloudrunner import settings
+    from cloudrunner import run_command, settings
 
     print(settings.to_toml(run_command.settings_from(args)), end="")
     return 0

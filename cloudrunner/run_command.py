@@ -11,8 +11,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cloudrunner.settings import Settings, load_settings
+if TYPE_CHECKING:
+    from cloudrunner.settings import Settings
 
 #: flag -> (settings key, argparse keyword arguments)
 SETTINGS_FLAGS: dict[str, tuple[str, dict[str, object]]] = {
@@ -51,6 +53,8 @@ def _dest(flag: str) -> str:
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
+    from cloudrunner.settings import load_settings
+
     overrides = {key: getattr(args, _dest(flag), None) for flag, (key, _) in SETTINGS_FLAGS.items()}
     return load_settings(args.config, overrides=overrides)
 

@@ -59,6 +59,10 @@ class WorkspaceSettings(_Section):
     """name of the environment variable holding a token for https clones"""
     credential_file: Path | None = None
     """a file holding the token (read at clone time, never copied anywhere)"""
+    credential_username: str = "x-access-token"
+    """the user name sent with the token (GitHub: x-access-token; GitLab: oauth2)"""
+    ssh_key_file: Path | None = None
+    """a private key for ssh clones"""
     use_environment_json: bool = False
     """build the hook image from the repository's .cursor/environment.json"""
 

@@ -250,6 +250,8 @@ class Worker:
                 credentials = workspace.Credentials(
                     token_env=None if cfg.credential_file else cfg.credential_env,
                     token_file=cfg.credential_file,
+                    username=cfg.credential_username,
+                    ssh_key_file=cfg.ssh_key_file,
                     require_token=cfg.credential_file is not None,
                 )
                 ws = workspace.clone(

@@ -1,0 +1,130 @@
+"""End-to-end fixtures: a real repository with project hooks, an enterprise hooks directory,
+and a way to call `cloudrunner run` as a separate process, as a cloud agent VM does."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.docker_tracking import DockerTracker
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def git(cwd: Path, *args: str) -> str:
+    out = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip()
+
+
+@dataclass
+class Deployment:
+    """A bare origin of the demo repository, an enterprise directory, a state directory."""
+
+    root: Path
+    origin: Path
+    enterprise: Path
+    workspace: Path
+    state: Path
+    worker_id: str
+    isolation: str = "hook"
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def audit_log(self) -> Path:
+        return self.state / "audit.log"
+
+    def flags(self) -> list[str]:
+        return [
+            "--repo", self.origin.as_uri(), "--ref", "main", "--workspace", str(self.workspace),
+            "--enterprise-hooks", str(self.enterprise / "hooks.json"),
+            "--state-dir", str(self.state), "--audit-log", str(self.audit_log),
+            "--isolation", self.isolation,
+        ]  # fmt: skip
+
+    def event(self, name: str, **fields: Any) -> dict[str, Any]:
+        return {
+            "conversation_id": "conv-1",
+            "generation_id": f"gen-{name}",
+            "model": "test-model",
+            "hook_event_name": name,
+            "cursor_version": "1.7.0",
+            "workspace_roots": [str(self.workspace)],
+            "user_email": "dev@example.invalid",
+            "transcript_path": None,
+            **fields,
+        }
+
+    def run(
+        self,
+        payload: dict[str, Any] | bytes,
+        *args: str,
+        flags: Sequence[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        return subprocess.run(
+            [sys.executable, "-m", "cloudrunner", "run", *(self.flags() if flags is None else flags), *args],
+            input=data,
+            capture_output=True,
+            env={**self.base_env(), **(env or {})},
+            timeout=300,
+            check=False,
+        )  # fmt: skip
+
+    def base_env(self) -> dict[str, str]:
+        keep = {k: v for k, v in os.environ.items() if not k.startswith("CLOUDRUNNER_")}
+        return {**keep, "CLOUDRUNNER_WORKER_ID": self.worker_id, **self.extra_env}
+
+    def answer(self, payload: dict[str, Any], *args: str) -> dict[str, Any]:
+        proc = self.run(payload, *args)
+        assert proc.returncode == 0, proc.stderr.decode()
+        value = json.loads(proc.stdout)
+        assert isinstance(value, dict)
+        return value
+
+    def records(self) -> list[dict[str, Any]]:
+        """Every intact record (a torn line, acknowledged by a later record, is left out)."""
+        out = []
+        for line in self.audit_log.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+
+def make_deployment(base: Path, worker_id: str) -> Deployment:
+    src = base / "src"
+    shutil.copytree(EXAMPLES / "demo-repo", src)
+    git(src, "init", "-q", "-b", "main")
+    git(src, "add", "-A")
+    git(src, "commit", "-q", "-m", "demo")
+    origin = base / "origin.git"
+    git(base, "clone", "-q", "--bare", str(src), str(origin))
+    enterprise = base / "enterprise"
+    shutil.copytree(EXAMPLES / "enterprise", enterprise)
+    # Everything the hook containers mount must be reachable for the unprivileged hook uid.
+    for path in (base, enterprise):
+        path.chmod(0o755)
+    return Deployment(base, origin, enterprise, base / "workspace", base / "state", worker_id)
+
+
+@pytest.fixture
+def deployment(tmp_path: Path, docker_tracker: DockerTracker) -> Deployment:
+    tmp_path.chmod(0o755)
+    return make_deployment(tmp_path, docker_tracker.worker_id)

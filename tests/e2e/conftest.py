@@ -77,8 +77,9 @@ class Deployment:
         env: dict[str, str] | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        chosen = self.flags() if flags is None else list(flags)
         return subprocess.run(
-            [sys.executable, "-m", "cloudrunner", "run", *(self.flags() if flags is None else flags), *args],
+            [sys.executable, "-m", "cloudrunner", "run", *chosen, *args],
             input=data,
             capture_output=True,
             env={**self.base_env(), **(env or {})},

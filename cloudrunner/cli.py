@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cloudrunner import __version__
 from cloudrunner.errors import CloudrunnerError, ExitCode
+from cloudrunner.logs import configure_logging
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -127,6 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handler: Handler = args.handler
     try:
+        configure_logging()
         return handler(args)
     except CloudrunnerError as exc:
         print(f"cloudrunner: error: {exc.message}", file=sys.stderr)

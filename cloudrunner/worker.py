@@ -33,7 +33,7 @@ from cloudrunner.protocol.plan import Plan, build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.runner import RunOutcome, SandboxSet, run_plan
 from cloudrunner.sandbox.base import Sandbox, SandboxLabels, SandboxSpec
-from cloudrunner.sandbox.hook_container import HookContainerSandbox
+from cloudrunner.sandbox.factory import open_sandbox
 from cloudrunner.session import PersistentLoopCounterStore, SessionStore
 from cloudrunner.settings import Settings
 from cloudrunner.sources import (
@@ -424,9 +424,3 @@ def _locked(path: Path) -> Iterator[None]:
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
-
-def open_sandbox(spec: SandboxSpec, client: docker.DockerClient) -> Sandbox:
-    """The sandbox for the spec's isolation mode."""
-    if spec.profile.isolation == "hook":
-        return HookContainerSandbox(spec, client)
-    raise CloudrunnerError("session isolation is not wired in yet; use --isolation hook")

@@ -125,7 +125,12 @@ def make_deployment(base: Path, worker_id: str) -> Deployment:
     return Deployment(base, origin, enterprise, base / "workspace", base / "state", worker_id)
 
 
-@pytest.fixture
-def deployment(tmp_path: Path, docker_tracker: DockerTracker) -> Deployment:
+@pytest.fixture(params=["hook", "session"])
+def deployment(
+    request: pytest.FixtureRequest, tmp_path: Path, docker_tracker: DockerTracker
+) -> Deployment:
+    """The deployment, once per isolation mode."""
     tmp_path.chmod(0o755)
-    return make_deployment(tmp_path, docker_tracker.worker_id)
+    deployed = make_deployment(tmp_path, docker_tracker.worker_id)
+    deployed.isolation = request.param
+    return deployed

@@ -282,3 +282,13 @@ def test_same_commit_is_recorded_for_every_hook(deployment: Deployment) -> None:
     head = git(deployment.origin, "rev-parse", "main")
     hook = next(r for r in deployment.records() if r["kind"] == "hook")
     assert hook["commit"] == head
+
+
+def test_stdout_holds_only_the_answer_even_with_debug_logging(deployment: Deployment) -> None:
+    proc = deployment.run(
+        deployment.event("beforeShellExecution", command="rm -rf /"),
+        env={"CLOUDRUNNER_LOG_LEVEL": "debug"},
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    (line,) = proc.stdout.decode().splitlines()
+    assert json.loads(line)["permission"] == "deny"

@@ -296,14 +296,11 @@ def _not_loaded(
 
 
 def _enterprise(settings: SourceSettings) -> LoadedSource:
+    # A missing enterprise file, default or configured, means "no enterprise hooks" (the
+    # `--enterprise-hooks` contract): machines without a managed policy are normal.
     path = settings.enterprise_path or DEFAULT_ENTERPRISE_PATH
     return _load_file(
-        SourceKind.ENTERPRISE,
-        path,
-        path.parent,
-        path.parent,
-        settings.profile,
-        required=settings.enterprise_path is not None,
+        SourceKind.ENTERPRISE, path, path.parent, path.parent, settings.profile, required=False
     )
 
 

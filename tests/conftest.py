@@ -24,6 +24,11 @@ def _in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that disturb the shared engine (stop dockerd) run after everything else."""
+    items.sort(key=lambda item: item.get_closest_marker("disruptive") is not None)
+
+
 @pytest.fixture(scope="session")
 def docker_client() -> Iterator[docker.DockerClient]:
     try:

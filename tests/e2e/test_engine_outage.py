@@ -1,0 +1,73 @@
+"""The Docker engine stopping between two events: a defined answer, a recorded failure,
+and a message that names the fix. Stops the real dockerd, so it runs last (see conftest) and
+only where nothing else shares the engine: in CI, or with CLOUDRUNNER_TEST_DISRUPTIVE=1."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import docker
+import pytest
+
+from cloudrunner.audit import verify_log
+from tests.e2e.conftest import Deployment
+from tests.support.mounts import in_ci
+
+pytestmark = [pytest.mark.docker, pytest.mark.disruptive]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _engine_answers() -> bool:
+    try:
+        client = docker.from_env(timeout=5)
+        client.ping()
+        client.close()
+    except docker.errors.DockerException:
+        return False
+    return True
+
+
+def _stop_dockerd() -> None:
+    pids = subprocess.run(["pgrep", "-x", "dockerd"], capture_output=True, text=True).stdout
+    assert pids.split(), "no dockerd process to stop (is the engine a system service?)"
+    for pid in pids.split():
+        os.kill(int(pid), signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while _engine_answers():
+        assert time.monotonic() < deadline, "dockerd did not stop within 60 s"
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("deployment", ["hook"], indirect=True)
+def test_engine_stopped_between_two_events(deployment: Deployment) -> None:
+    if not (in_ci() or os.environ.get("CLOUDRUNNER_TEST_DISRUPTIVE") == "1"):
+        pytest.skip(
+            "stops the shared Docker engine: runs in CI or with CLOUDRUNNER_TEST_DISRUPTIVE=1"
+        )
+    guard = deployment.event("beforeShellExecution", command="rm -rf /")
+    assert deployment.answer(guard)["permission"] == "deny"
+    _stop_dockerd()
+    try:
+        # the guard is failClosed: with no engine its action is blocked, and says why
+        answer = deployment.answer(guard)
+        assert answer["permission"] == "deny"
+        assert "sandbox_error" in answer["agent_message"]
+        # a fail-open hook lets the action through
+        stop = deployment.answer(deployment.event("stop", status="completed"))
+        assert "followup_message" not in stop
+        failed = [r for r in deployment.records() if r["kind"] == "hook"][-2:]
+        assert [r["outcome"] for r in failed] == ["sandbox_error", "sandbox_error"]
+        assert all("docker-up" in r["reason"] for r in failed)
+        assert verify_log(deployment.audit_log).ok
+    finally:
+        subprocess.run(["bash", str(REPO / "scripts" / "docker-up")], check=True, timeout=120)
+    assert _engine_answers()
+    # and the next event runs its hooks again
+    assert "agent_message" not in deployment.answer(
+        deployment.event("beforeShellExecution", command="git push origin")
+    )

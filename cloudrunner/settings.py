@@ -64,7 +64,10 @@ class WorkspaceSettings(_Section):
     ssh_key_file: Path | None = None
     """a private key for ssh clones"""
     use_environment_json: bool = False
-    """build the hook image from the repository's .cursor/environment.json"""
+    """build the project hooks' image from the repository's .cursor/environment.json and
+    run its install command once per image and commit before the first project hook"""
+    install_timeout: float = Field(default=900.0, gt=0)
+    """seconds the environment's install command may run"""
 
 
 class AuditSettings(_Section):
@@ -161,6 +164,7 @@ ENV_KEYS: dict[str, str] = {
     "CLOUDRUNNER_REPO": "workspace.repo",
     "CLOUDRUNNER_REF": "workspace.ref",
     "CLOUDRUNNER_WORKSPACE": "workspace.path",
+    "CLOUDRUNNER_USE_ENVIRONMENT_JSON": "workspace.use_environment_json",
     "CLOUDRUNNER_AUDIT_LOG": "audit.path",
     "CLOUDRUNNER_AUDIT_FSYNC": "audit.fsync",
     "CLOUDRUNNER_ISOLATION": "sandbox.isolation",

@@ -29,10 +29,11 @@ from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.errors import EventNotAvailable, InvalidPayload, UnknownEvent
 from cloudrunner.protocol.events import event_spec, neutral_answer
 from cloudrunner.protocol.merge import MergedAnswer, merge
+from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.plan import Plan, build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.runner import RunOutcome, SandboxSet, run_plan
-from cloudrunner.sandbox.base import Sandbox, SandboxLabels, SandboxSpec
+from cloudrunner.sandbox.base import ExecRequest, Sandbox, SandboxLabels, SandboxSpec
 from cloudrunner.sandbox.factory import open_sandbox
 from cloudrunner.session import PersistentLoopCounterStore, SessionStore
 from cloudrunner.settings import Settings
@@ -150,8 +151,7 @@ class Worker:
             self._refuse(name, document, exc.message)
         state = self.sessions.load(plan.conversation_id)
         session_label = plan.conversation_id or f"run-{os.getpid()}"
-        image = self._environment_image(ws)
-        sandboxes = SandboxSet(lambda kind, wd: self._open(kind, wd, ws, session_label, image))
+        sandboxes = SandboxSet(lambda kind, wd: self._open(kind, wd, ws, session_label))
         try:
             outcome = run_plan(
                 plan,
@@ -288,7 +288,13 @@ class Worker:
             for entry in (*dirs, *files):
                 os.lchown(os.path.join(directory, entry), uid, gid)
 
-    def _environment_image(self, ws: workspace.Workspace) -> str | None:
+    def _environment_image(self, ws: workspace.Workspace, session: str) -> str | None:
+        """The image of the repository's .cursor/environment.json (built, and its `install`
+        run once per image and commit), or None to use the configured image.
+
+        Called when the first project hook of an event needs its sandbox, so a failure
+        here is that hook's sandbox_error (a block for failClosed hooks), not the worker's.
+        """
         if not self.settings.workspace.use_environment_json:
             return None
         env = project_environment.load_environment(ws.root)
@@ -297,7 +303,61 @@ class Worker:
         built = project_environment.build_image(
             self._engine(), env, labels={"cloudrunner.worker": self.worker_id}
         )
+        if env.install:
+            self._install_once(ws, env.install, built, session)
         return built.tag
+
+    def _install_once(
+        self,
+        ws: workspace.Workspace,
+        install: str,
+        built: project_environment.EnvironmentImage,
+        session: str,
+    ) -> None:
+        marker_dir = self.settings.state_dir / "environments"
+        marker = marker_dir / f"{built.key[:24]}-{ws.commit[:12]}.installed"
+        with _locked(marker_dir / ".install.lock"):
+            if marker.exists():
+                return
+            profile = self.settings.sandbox.profile_for("project").model_copy(
+                update={"image": built.tag, "isolation": "hook"}
+            )
+            spec = SandboxSpec(
+                workspace=ws.root,
+                labels=SandboxLabels(worker=self.worker_id, session=session, source="install"),
+                profile=profile,
+            )
+            with open_sandbox(spec, self._engine()) as sandbox:
+                result = sandbox.run(
+                    ExecRequest(
+                        command=install,
+                        cwd=str(ws.root),
+                        env={"CURSOR_PROJECT_DIR": str(ws.root), "CURSOR_CODE_REMOTE": "true"},
+                        timeout_s=self.settings.workspace.install_timeout,
+                    )
+                )
+            fields = {
+                "image": built.tag,
+                "image_id": built.image_id,
+                "built": built.built,
+                "install": install,
+                "commit": ws.commit,
+                "outcome": str(result.outcome),
+                "exit_code": result.exit_code,
+                "duration_ms": round(result.duration_s * 1000, 3),
+                "stdout_excerpt": self.audit.excerpt(result.stdout),
+                "stderr_excerpt": self.audit.excerpt(result.stderr),
+                "sandbox_id": result.sandbox_id,
+            }
+            self.audit.append("environment", fields)
+            if result.outcome is not Outcome.OK:
+                tail = result.stderr.decode(errors="replace").strip()[-300:]
+                raise project_environment.EnvironmentBuildError(
+                    f"the install command of {ws.environment_file} failed "
+                    f"({result.outcome}, exit {result.exit_code}: {result.message or tail}); "
+                    "project hooks cannot run in that environment until it is fixed"
+                )
+            marker.write_text(f"{built.image_id}\n{ws.commit}\n")
 
     def _engine(self) -> docker.DockerClient:
         if self._client is None:
@@ -310,11 +370,12 @@ class Worker:
         working_dir: Path,
         ws: workspace.Workspace,
         session: str,
-        image: str | None,
     ) -> Sandbox:
         profile = self.settings.sandbox.profile_for(str(kind))
-        if image is not None and kind is SourceKind.PROJECT:
-            profile = profile.model_copy(update={"image": image})
+        if kind is SourceKind.PROJECT:
+            image = self._environment_image(ws, session)
+            if image is not None:
+                profile = profile.model_copy(update={"image": image})
         config_dirs = () if _inside(working_dir, ws.root) else (working_dir,)
         spec = SandboxSpec(
             workspace=ws.root,
@@ -397,7 +458,7 @@ class Worker:
                     sandbox_id=ran.sandbox_id,
                     image_digest=attestation.get("image_id"),
                     runtime=attestation.get("runtime"),
-                    limits=attestation.get("limits"),
+                    limits=_attested_limits(attestation, hook.timeout),
                     attestation=attestation,
                     duration_ms=round(ran.duration_s * 1000, 3),
                     stdout_excerpt=self.audit.excerpt(ran.stdout),
@@ -407,6 +468,18 @@ class Worker:
                 )
             out.append((RecordKind.HOOK, fields))
         return out
+
+
+_LIMIT_KEYS = (
+    "memory", "memory_swap", "cpu_quota", "cpu_period", "pids_limit", "tmpfs", "ulimits",
+    "network", "read_only_rootfs",
+)  # fmt: skip
+
+
+def _attested_limits(attestation: Mapping[str, Any], timeout: float) -> dict[str, Any]:
+    """The limits the engine reported in force for this hook's container, plus its timeout."""
+    found = {key: attestation[key] for key in _LIMIT_KEYS if key in attestation}
+    return {**found, "timeout_s": timeout}
 
 
 def _source_key(source: LoadedSource) -> str:
@@ -423,4 +496,3 @@ def _locked(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-

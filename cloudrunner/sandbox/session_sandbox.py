@@ -117,8 +117,8 @@ class _AgentContainer:
                 pending.done.set()
                 return pending
             meta["id"] = next(self._ids)
+            data = framing.encode(meta, body)
             self._pending[meta["id"]] = pending
-        data = framing.encode(meta, body)
         try:
             with self._write_lock:
                 self._raw.sendall(data)

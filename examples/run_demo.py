@@ -109,7 +109,14 @@ def run_demo(base: Path) -> int:
         for n in (1, 2, 3)
     ]  # fmt: skip
     print(f"demo: repository {origin} -> workspace {workspace}\n")
-    for title, payload in steps:
+    # A cloud agent may start read-only: hold the gate closed for the first event, as an
+    # operator would until the workspace is writable, then let the probe decide again.
+    subprocess.run([CLOUDRUNNER, "gate", "close", "--state-dir", str(state)], check=True)
+    early = event("beforeShellExecution", workspace, command="rm -rf /", cwd=str(workspace))
+    steps.insert(0, ("while the gate is closed: nothing loads or runs", early))
+    for n, (title, payload) in enumerate(steps):
+        if n == 1:
+            subprocess.run([CLOUDRUNNER, "gate", "auto", "--state-dir", str(state)], check=True)
         proc = subprocess.run(
             [CLOUDRUNNER, "run", *flags],
             input=json.dumps(payload).encode(),
@@ -144,6 +151,9 @@ def summarise(audit_log: Path) -> None:
     print(f"\ndemo: audit log {audit_log}: {len(records)} records")
     print("    by kind:    " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
     print("    hook runs:  " + ", ".join(f"{k} {n}" for k, n in sorted(outcomes.items())))
+    for record in records:
+        if record.get("kind") in ("skipped", "gated"):
+            print(f"    {record['kind']}: {record.get('reason')}")
 
 
 if __name__ == "__main__":

@@ -104,10 +104,9 @@ def run_demo(base: Path) -> int:
             ),
         ),
     ]
-    steps += [
-        (f"stop #{n} with an open TODO (loop_limit 2)", event("stop", workspace, status="completed", loop_count=n - 1))
-        for n in (1, 2, 3)
-    ]  # fmt: skip
+    for n in (1, 2, 3):
+        stop = event("stop", workspace, status="completed", loop_count=n - 1)
+        steps.append((f"stop #{n} with an open TODO (loop_limit 2)", stop))
     print(f"demo: repository {origin} -> workspace {workspace}\n")
     # A cloud agent may start read-only: hold the gate closed for the first event, as an
     # operator would until the workspace is writable, then let the probe decide again.

@@ -292,3 +292,64 @@ def test_stdout_holds_only_the_answer_even_with_debug_logging(deployment: Deploy
     assert proc.returncode == 0, proc.stderr.decode()
     (line,) = proc.stdout.decode().splitlines()
     assert json.loads(line)["permission"] == "deny"
+
+
+def test_payload_text_is_stored_only_as_a_digest(deployment: Deployment) -> None:
+    prompt = "please refactor the billing module, codename BLUEHERON"
+    deployment.answer(deployment.event("beforeSubmitPrompt", prompt=prompt))
+    log = deployment.audit_log.read_text()
+    assert "BLUEHERON" not in log
+    decision = deployment.records()[-1]
+    assert decision["payload"]["prompt"]["length"] == len(prompt)
+    assert len(decision["payload"]["prompt"]["sha256"]) == 64
+
+
+def test_desktop_session_start_env_reaches_later_hooks(deployment: Deployment) -> None:
+    deployment.answer(deployment.event("afterAgentResponse", text="clone"))
+    hooks_file = deployment.workspace / ".cursor" / "hooks.json"
+    config = json.loads(hooks_file.read_text())
+    config["hooks"]["sessionStart"] = [
+        {"command": """echo '{"env": {"DEMO_FLAG": "from-session-start"}}'"""}
+    ]
+    config["hooks"]["postToolUse"] = [
+        {"command": """jq -n --arg v "$DEMO_FLAG" '{additional_context: $v}'"""}
+    ]
+    hooks_file.write_text(json.dumps(config))
+    start = deployment.event("sessionStart", session_id="s1", is_background_agent=True)
+    assert deployment.answer(start, "--profile", "desktop")["env"] == {
+        "DEMO_FLAG": "from-session-start"
+    }
+    tool = deployment.event("postToolUse", tool_name="Shell", tool_input={}, tool_output="")
+    assert deployment.answer(tool, "--profile", "desktop") == {
+        "additional_context": "from-session-start"
+    }
+
+
+def test_team_hooks_run_in_their_read_only_directory(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    team = tmp_path / "team"
+    team.mkdir()
+    team.chmod(0o755)
+    (team / "hooks.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "hooks": {
+                    "postToolUse": [
+                        {
+                            "command": "touch here 2>/dev/null && w=yes || w=no; "
+                            """jq -n --arg d "$PWD" --arg w "$w" """
+                            """'{additional_context: ($d + " writable=" + $w)}'"""
+                        }
+                    ]
+                },
+            }
+        )
+    )
+    tool = deployment.event("postToolUse", tool_name="Shell", tool_input={}, tool_output="")
+    answer = deployment.answer(tool, "--team-hooks", str(team))
+    assert answer == {"additional_context": f"{team} writable=no"}
+    assert not (team / "here").exists()
+    hook = [r for r in deployment.records() if r["kind"] == "hook"][-1]
+    assert hook["source"] == "team"

@@ -14,6 +14,7 @@ import fcntl
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ import docker
 
 from cloudrunner import environment as project_environment
 from cloudrunner import gate, workspace
-from cloudrunner.audit import AuditWriter, RecordKind
+from cloudrunner.audit import AuditWriter, RecordKind, TornAcknowledgement
 from cloudrunner.docker_engine import connect
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.errors import EventNotAvailable, InvalidPayload, UnknownEvent
@@ -83,6 +84,7 @@ class Worker:
             max_bytes=settings.audit.max_bytes,
             include_payload_text=settings.audit.include_payload_text,
             excerpt_cap=settings.audit.excerpt_bytes,
+            on_torn=_report_torn,
         )
 
     def close(self) -> None:
@@ -468,6 +470,11 @@ class Worker:
                 )
             out.append((RecordKind.HOOK, fields))
         return out
+
+
+def _report_torn(ack: TornAcknowledgement) -> None:
+    # stderr, never stdout: the operator sees it, the agent's answer stays clean
+    print(f"cloudrunner: warning: {ack.message()}", file=sys.stderr)
 
 
 _LIMIT_KEYS = (

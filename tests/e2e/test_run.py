@@ -247,7 +247,10 @@ def test_existing_torn_audit_record_is_acknowledged_and_the_chain_continues(
     # what a writer killed in the middle of a record leaves behind
     with deployment.audit_log.open("ab") as fh:
         fh.write(b'{"kind": "hook", "seq": 99, "half a rec')
-    deployment.answer(deployment.event("stop", status="aborted"))
+    proc = deployment.run(deployment.event("stop", status="aborted"))
+    assert proc.returncode == 0
+    assert "interrupted mid-record" in proc.stderr.decode()
+    json.loads(proc.stdout)
     report = verify_log(deployment.audit_log)
     assert report.ok, report.problems
     assert len(report.torn) == 1

@@ -68,40 +68,69 @@ def add_identity(worker: str, pid: int | None = None) -> Processor:
     return processor
 
 
+class _Unfit(Exception):
+    """A value JSON cannot hold; `path` grows as the error unwinds, so the hot path never
+    builds field paths it would only need for the message."""
+
+    def __init__(self, error: type[Exception], problem: str) -> None:
+        super().__init__(problem)
+        self.error, self.problem, self.path = error, problem, ""
+
+
 def json_value(value: Any, where: str = "record") -> Any:
-    """`value` as plain JSON data (a deep copy), or a TypeError naming where it is."""
-    if value is None or isinstance(value, bool | int | str):
-        return value.value if isinstance(value, Enum) else value
+    """`value` as plain JSON data (a deep copy), or a TypeError/ValueError naming where."""
+    try:
+        return _plain(value)
+    except _Unfit as exc:
+        raise exc.error(f"audit field {where}{exc.path} {exc.problem}") from None
+
+
+def _plain(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value  # the common case first: most fields are plain strings and numbers
+    if kind is dict or isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Unfit(TypeError, f"has a non-string key {key!r}")
+            try:
+                out[key] = _plain(item)
+            except _Unfit as exc:
+                exc.path = f".{key}{exc.path}"
+                raise
+        return out
+    if kind is list or kind is tuple or isinstance(value, list | tuple):
+        items = []
+        for index, item in enumerate(value):
+            try:
+                items.append(_plain(item))
+            except _Unfit as exc:
+                exc.path = f"[{index}]{exc.path}"
+                raise
+        return items
+    if isinstance(value, Enum):
+        return _plain(value.value)
+    if isinstance(value, bool | int | str):
+        return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"audit field {where} is {value}, which JSON cannot hold")
+            raise _Unfit(ValueError, f"is {value}, which JSON cannot hold")
         return value
-    if isinstance(value, Enum):
-        return json_value(value.value, where)
     if isinstance(value, PurePath):
         return str(value)
     if isinstance(value, datetime):
         return format_time(value)
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("utf-8", "replace")
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TypeError(f"audit field {where} has a non-string key {key!r}")
-            out[key] = json_value(item, f"{where}.{key}")
-        return out
-    if isinstance(value, list | tuple):
-        return [json_value(item, f"{where}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, set | frozenset):
-        items = [json_value(item, f"{where}[]") for item in value]
-        return sorted(items, key=canonical_json)
+        return sorted((_plain(item) for item in value), key=canonical_json)
     model_dump = getattr(value, "model_dump", None)
     if callable(model_dump):
-        return json_value(model_dump(mode="json"), where)
+        return _plain(model_dump(mode="json"))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return json_value(dataclasses.asdict(value), where)
-    raise TypeError(f"audit field {where} holds a {type(value).__name__}, which is not JSON data")
+        return _plain(dataclasses.asdict(value))
+    raise _Unfit(TypeError, f"holds a {type(value).__name__}, which is not JSON data")
 
 
 def to_json_values(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
@@ -110,12 +139,12 @@ def to_json_values(_logger: WrappedLogger, _method: str, event_dict: EventDict) 
 
 
 def _digest_in(value: Any) -> Any:
-    if isinstance(value, dict):
+    if type(value) is dict:
         return {
             key: dict(digest_value(item)) if key in PAYLOAD_TEXT_KEYS else _digest_in(item)
             for key, item in value.items()
         }
-    if isinstance(value, list):
+    if type(value) is list:
         return [_digest_in(item) for item in value]
     return value
 
@@ -133,11 +162,11 @@ def digest_payload_text(include_payload_text: bool) -> Processor:
 
 
 def _redact_in(value: Any) -> Any:
-    if isinstance(value, str):
+    if type(value) is str:
         return redact(value)
-    if isinstance(value, dict):
+    if type(value) is dict:
         return {key: _redact_in(item) for key, item in value.items()}
-    if isinstance(value, list):
+    if type(value) is list:
         return [_redact_in(item) for item in value]
     return value
 

@@ -20,15 +20,13 @@ from typing import Any, Self
 
 import docker
 import docker.errors
-import structlog
 
 from cloudrunner.docker_engine import EngineUnavailable
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.sandbox import engine, hardening, plan
 from cloudrunner.sandbox.base import ExecRequest, ExecResult, SandboxSpec
+from cloudrunner.sandbox.diagnostics import note
 from cloudrunner.sandbox.docker_stream import STDERR, STDOUT, StreamDemux
-
-log = structlog.get_logger("cloudrunner.sandbox")
 
 _CHUNK = 65536
 #: how long the engine may take to report a killed or finished container's state
@@ -190,7 +188,7 @@ class HookContainerSandbox:
             duration = time.monotonic() - run_started
             state = client.api.inspect_container(cid).get("State") or {}
         except hardening.HardeningNotInForce as exc:
-            log.error("sandbox.hardening_refused", sandbox=self._id, problem=exc.message)
+            note("error", "sandbox.hardening_refused", sandbox=self._id, problem=exc.message)
             return failed(exc.message)
         except Exception as exc:  # every engine failure is this hook's sandbox_error
             return failed(
@@ -315,4 +313,4 @@ def _remove(client: docker.DockerClient, cid: str) -> None:
     except docker.errors.NotFound:
         pass
     except Exception as exc:  # the reaper removes what could not be removed now
-        log.warning("sandbox.remove_failed", container=cid[:12], error=str(exc)[:200])
+        note("warning", "sandbox.remove_failed", container=cid[:12], error=str(exc)[:200])

@@ -22,16 +22,14 @@ from typing import Any, Self
 
 import docker
 import docker.errors
-import structlog
 
 from cloudrunner.docker_engine import EngineUnavailable
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.sandbox import engine, framing, hardening, plan
 from cloudrunner.sandbox.base import ExecRequest, ExecResult, SandboxSpec
+from cloudrunner.sandbox.diagnostics import note
 from cloudrunner.sandbox.docker_stream import STDERR, STDOUT, StreamDemux
 from cloudrunner.sandbox.hook_container import HookContainerSandbox
-
-log = structlog.get_logger("cloudrunner.sandbox")
 
 #: how the container starts the agent: isolated mode (no PYTHON* variables, no user site),
 #: no site module (faster), no .pyc writes (the root is read-only anyway)
@@ -213,7 +211,7 @@ class _AgentContainer:
         except docker.errors.NotFound:
             pass
         except Exception as exc:  # the reaper removes it later
-            log.warning("sandbox.remove_failed", container=self.short_id, error=str(exc)[:200])
+            note("warning", "sandbox.remove_failed", container=self.short_id, error=str(exc)[:200])
 
 
 class SessionSandbox:
@@ -391,7 +389,7 @@ class SessionSandbox:
             return self._current
 
     def _fall_back(self, reason: str) -> HookContainerSandbox:
-        log.warning("sandbox.session_fallback_to_hook", sandbox=self._id, reason=reason)
+        note("warning", "sandbox.session_fallback_to_hook", sandbox=self._id, reason=reason)
         self._fallback = HookContainerSandbox(
             self.spec,
             self._link,
@@ -407,7 +405,8 @@ class SessionSandbox:
         with self._lock:
             if self._current is container:
                 self._current = None
-        log.warning(
+        note(
+            "warning",
             "sandbox.session_replaced",
             sandbox=self._id,
             container=container.short_id,
@@ -485,7 +484,7 @@ class SessionSandbox:
                     ) from exc
                 raise AgentUnavailable(explain(exc)) from exc
         except hardening.HardeningNotInForce as exc:
-            log.error("sandbox.hardening_refused", sandbox=self._id, problem=exc.message)
+            note("error", "sandbox.hardening_refused", sandbox=self._id, problem=exc.message)
             raise AgentUnavailable(exc.message) from exc
         except AgentUnavailable:
             if cid:
@@ -518,7 +517,7 @@ class SessionSandbox:
         attestation["agent"] = {
             k: container.hello.get(k) for k in ("version", "pid", "uid", "python", "oom_counter")
         }
-        log.debug("sandbox.session_started", sandbox=self._id, container=container.short_id)
+        note("debug", "sandbox.session_started", sandbox=self._id, container=container.short_id)
         return container
 
 

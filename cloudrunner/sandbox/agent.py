@@ -500,9 +500,9 @@ def _child(
     step = "start"
     try:
         step = "reset signals"
-        signal.set_wakeup_fd(-1)
-        for signum in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_DFL)
+        # Caught signals go back to default at exec by themselves; an ignored one stays
+        # ignored, and Python ignores SIGPIPE, which `yes | head` style hooks rely on.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         step = "setsid"
         os.setsid()
         step = "redirect stdio"
@@ -512,8 +512,9 @@ def _child(
         step = "oom_score_adj"
         try:
             # Make the hook, not the agent, the memory limit's first victim.
-            with open("/proc/self/oom_score_adj", "w") as fh:
-                fh.write("1000")
+            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+            os.write(fd, b"1000")
+            os.close(fd)
         except OSError:
             pass
         step = "rlimits"

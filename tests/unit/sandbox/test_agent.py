@@ -183,3 +183,9 @@ def test_concurrent_requests_each_get_their_own_answer(agent: AgentProcess) -> N
 def test_closing_the_channel_ends_the_agent_and_its_hooks(agent: AgentProcess) -> None:
     agent.send("sleep 300")
     assert agent.close() == 0
+
+
+def test_hooks_get_default_sigpipe_not_the_agents_ignored_one(agent: AgentProcess) -> None:
+    frame = agent.run("grep ^SigIgn /proc/self/status")
+    ignored = int(out(frame).split()[1], 16)
+    assert not ignored & (1 << 12)  # SIGPIPE is signal 13

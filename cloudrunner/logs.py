@@ -17,6 +17,21 @@ from cloudrunner.errors import CloudrunnerError
 LEVEL_ENV = "CLOUDRUNNER_LOG_LEVEL"
 
 
+class _StderrLogger:
+    """Writes each line to whatever sys.stderr is *now* (it may be replaced, e.g. by a test
+    harness, after logging was configured)."""
+
+    def msg(self, message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    log = debug = info = warning = warn = error = critical = exception = fatal = msg
+
+
+class _StderrLoggerFactory:
+    def __call__(self, *args: object) -> _StderrLogger:
+        return _StderrLogger()
+
+
 def configure_logging(level_name: str | None = None) -> None:
     name = (level_name or os.environ.get(LEVEL_ENV) or "warning").strip().lower()
     level = logging.getLevelNamesMapping().get(name.upper())
@@ -31,6 +46,6 @@ def configure_logging(level_name: str | None = None) -> None:
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        logger_factory=_StderrLoggerFactory(),
         cache_logger_on_first_use=False,
     )

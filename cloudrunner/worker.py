@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import docker
+import docker.errors
 
 from cloudrunner import environment as project_environment
 from cloudrunner import gate, workspace
@@ -34,6 +35,7 @@ from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.plan import Plan, build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.runner import RunOutcome, SandboxSet, run_plan
+from cloudrunner.sandbox import reaper
 from cloudrunner.sandbox.base import ExecRequest, Sandbox, SandboxLabels, SandboxSpec
 from cloudrunner.sandbox.factory import open_sandbox
 from cloudrunner.session import PersistentLoopCounterStore, SessionStore
@@ -364,7 +366,29 @@ class Worker:
     def _engine(self) -> docker.DockerClient:
         if self._client is None:
             self._client = connect()
+            self._reap(self._client)
         return self._client
+
+    def _reap(self, client: docker.DockerClient) -> None:
+        """On start: remove sandbox containers that a worker process which is gone left
+        behind (a crash, a SIGKILL), and record what was removed."""
+        try:
+            orphans = reaper.reap(client, current_worker=self.worker_id)
+        except docker.errors.DockerException as exc:
+            print(f"cloudrunner: warning: could not look for orphaned sandboxes: {exc}",
+                  file=sys.stderr)  # fmt: skip
+            return
+        for orphan in orphans:
+            self.audit.append(
+                "reaped",
+                {
+                    "container_id": orphan.container_id,
+                    "container_name": orphan.name,
+                    "owner": orphan.worker,
+                    "status": orphan.status,
+                    "reason": orphan.reason,
+                },
+            )
 
     def _open(
         self,

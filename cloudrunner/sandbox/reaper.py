@@ -59,7 +59,12 @@ def find_orphans(
         labels: dict[str, str] = summary.get("Labels") or {}
         owner = labels.get(WORKER_LABEL, "")
         host, pid, start = (labels.get(k) for k in (HOST_LABEL, PID_LABEL, PROCESS_START_LABEL))
-        if owner == current_worker or host is None or pid is None or start is None:
+        if host is None or pid is None or start is None:
+            continue
+        # Several processes may share one worker id (one `cloudrunner run` per event), so
+        # the id alone does not make a container live: only this very process's are skipped
+        # here, the others by the liveness check below.
+        if owner == current_worker and host == here and pid == str(os.getpid()):
             continue
         if host != here:
             if worker is None:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
+import docker
+import docker.errors
 import pytest
 
 from cloudrunner.audit import verify_log
@@ -260,7 +263,6 @@ def test_existing_torn_audit_record_is_acknowledged_and_the_chain_continues(
 
 
 def test_config_init_and_show(tmp_path: Path, deployment: Deployment) -> None:
-    import subprocess
     import sys
 
     cfg = tmp_path / "worker.toml"
@@ -356,3 +358,28 @@ def test_team_hooks_run_in_their_read_only_directory(
     assert not (team / "here").exists()
     hook = [r for r in deployment.records() if r["kind"] == "hook"][-1]
     assert hook["source"] == "team"
+
+
+def test_a_run_reaps_sandboxes_left_by_a_worker_process_that_is_gone(
+    deployment: Deployment, docker_client: docker.DockerClient, runtime_image: str
+) -> None:
+    import socket
+
+    from cloudrunner.sandbox.base import HOST_LABEL, PID_LABEL, PROCESS_START_LABEL, WORKER_LABEL
+
+    orphan = docker_client.containers.create(
+        runtime_image,
+        ["sleep", "600"],
+        labels={
+            WORKER_LABEL: deployment.worker_id,
+            HOST_LABEL: socket.gethostname(),
+            PID_LABEL: "999999",
+            PROCESS_START_LABEL: "0",
+        },
+    )
+    orphan.start()
+    deployment.answer(deployment.event("beforeShellExecution", command="rm -rf /"))
+    with pytest.raises(docker.errors.NotFound):
+        docker_client.containers.get(orphan.id)
+    reaped = [r for r in deployment.records() if r["kind"] == "reaped"]
+    assert [r["container_id"][:12] for r in reaped] == [orphan.id[:12]]

@@ -58,16 +58,31 @@ def test_containers_of_a_gone_worker_are_reaped_and_live_ones_kept(
     assert live.container_id is not None and live.container_id[:12] in remaining
 
 
-def test_the_current_worker_is_never_reaped(
+def test_this_process_is_never_reaped_but_a_gone_one_with_the_same_id_is(
     docker_client: docker.DockerClient, docker_tracker: DockerTracker, runtime_image: str
 ) -> None:
-    _orphan(docker_client, docker_tracker, runtime_image)
-    assert (
-        reaper.find_orphans(
-            docker_client, worker=docker_tracker.worker_id, current_worker=docker_tracker.worker_id
-        )
-        == []
+    """Processes share a worker id (one `cloudrunner run` per event): the id alone does not
+    keep a container; its process being alive does."""
+    import os
+
+    from cloudrunner.sandbox.plan import process_start
+
+    gone = _orphan(docker_client, docker_tracker, runtime_image)
+    mine = docker_client.containers.create(
+        runtime_image,
+        ["true"],
+        labels={
+            WORKER_LABEL: docker_tracker.worker_id,
+            HOST_LABEL: socket.gethostname(),
+            PID_LABEL: str(os.getpid()),
+            PROCESS_START_LABEL: process_start(os.getpid()),
+        },
     )
+    docker_tracker.track(mine)
+    found = reaper.find_orphans(
+        docker_client, worker=docker_tracker.worker_id, current_worker=docker_tracker.worker_id
+    )
+    assert [o.container_id for o in found] == [gone]
 
 
 def test_prune_command_lists_then_removes(

@@ -9,7 +9,7 @@ build context docker would be sent (after `.dockerignore`) and of the base image
 so an unchanged environment is never rebuilt.
 
 The `install` command is not run here: the runner runs it once, in the built image and the
-workspace, through the sandbox, before the first hook (see docs/workspace.md).
+workspace, through the sandbox, before the first hook (see README.md).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from cloudrunner.errors import CloudrunnerError
 
 SourceKind = Literal["https", "http", "ssh", "file", "local"]
 RefKind = Literal["default", "branch", "tag", "ref", "commit", "adopted"]
-#: How the history was obtained; documented in docs/workspace.md.
+#: How the history was obtained; documented in README.md.
 Strategy = Literal["shallow", "full", "shallow-commit", "full-fallback", "adopted"]
 
 DEFAULT_USERNAME = "x-access-token"

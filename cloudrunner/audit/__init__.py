@@ -1,5 +1,5 @@
 """The audit log: hash-chained, append-only JSON lines of everything the worker ran,
-skipped, gated or refused (docs/audit.md describes the format).
+skipped, gated or refused (README.md, "The audit log" describes the format).
 
     writer = AuditWriter(path, worker="w1")
     writer.append(RecordKind.HOOK, {"event": "stop", "outcome": "ok", ...})

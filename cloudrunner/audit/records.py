@@ -2,7 +2,7 @@
 
 The writer accepts any JSON-able mapping (new fields need no change here); these TypedDicts
 name the fields the worker's records use, so the runner gets them checked by mypy and the
-documentation (docs/audit.md) has one place to point at.
+documentation (README.md, "The audit log") has one place to point at.
 """
 
 from __future__ import annotations

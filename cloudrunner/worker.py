@@ -26,6 +26,7 @@ import docker.errors
 from cloudrunner import environment as project_environment
 from cloudrunner import gate, workspace
 from cloudrunner.audit import AuditWriter, RecordKind, TornAcknowledgement
+from cloudrunner.closing import ClosesOnExit
 from cloudrunner.docker_engine import connect
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.errors import EventNotAvailable, InvalidPayload, UnknownEvent
@@ -68,7 +69,7 @@ def _inside(path: Path, root: Path) -> bool:
     return True
 
 
-class Worker:
+class Worker(ClosesOnExit):
     """Answers events for one settings object; `close()` releases the audit log."""
 
     def __init__(self, settings: Settings, *, client: docker.DockerClient | None = None) -> None:
@@ -91,12 +92,6 @@ class Worker:
 
     def close(self) -> None:
         self.audit.close()
-
-    def __enter__(self) -> Worker:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ------------------------------------------------------------------ the event path
 

@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from structlog import BoundLoggerBase
@@ -48,6 +47,7 @@ from cloudrunner.audit.pipeline import (
 from cloudrunner.audit.records import RecordKind
 from cloudrunner.audit.redaction import excerpt
 from cloudrunner.audit.rotation import lock_path, rotated_numbers, rotated_path
+from cloudrunner.closing import ClosesOnExit
 
 AuditRecord = dict[str, Any]
 
@@ -92,7 +92,7 @@ class _Sink:
         return record
 
 
-class AuditWriter:
+class AuditWriter(ClosesOnExit):
     """Appends records to the audit log at `path` (created, with its directory, on first use)."""
 
     def __init__(
@@ -200,17 +200,6 @@ class AuditWriter:
             if self._lock_fd is not None:
                 os.close(self._lock_fd)
                 self._lock_fd = None
-
-    def __enter__(self) -> AuditWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- locking and the tail -------------------------------------------------------------
 

@@ -15,12 +15,12 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import docker
 import docker.errors
 
+from cloudrunner.closing import ClosesOnExit
 from cloudrunner.docker_engine import EngineUnavailable
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.sandbox import engine, hardening, plan
@@ -41,7 +41,7 @@ class _Captured:
     stopped: str | None = None
 
 
-class HookContainerSandbox:
+class HookContainerSandbox(ClosesOnExit):
     """Runs every request in its own container; any number of runs may overlap."""
 
     def __init__(
@@ -68,17 +68,6 @@ class HookContainerSandbox:
     @property
     def sandbox_id(self) -> str:
         return self._id
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         with self._lock:

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import threading
-from types import TracebackType
-from typing import Self
 
 import docker
 
+from cloudrunner.closing import ClosesOnExit
 from cloudrunner.sandbox import engine
 from cloudrunner.sandbox.base import SandboxSpec
 from cloudrunner.sandbox.session_sandbox import SessionSandbox
 
 
-class SessionPool:
+class SessionPool(ClosesOnExit):
     """Hands out the warm `SessionSandbox` of a (session, source), making it on first use.
 
     A spec that changed for a key (a reloaded profile, another workspace) closes the old
@@ -72,14 +71,3 @@ class SessionPool:
     def __len__(self) -> int:
         with self._lock:
             return len(self._sandboxes)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

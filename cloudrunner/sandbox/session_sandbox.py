@@ -17,12 +17,12 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import docker
 import docker.errors
 
+from cloudrunner.closing import ClosesOnExit
 from cloudrunner.docker_engine import EngineUnavailable
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.sandbox import engine, framing, hardening, plan
@@ -214,7 +214,7 @@ class _AgentContainer:
             note("warning", "sandbox.remove_failed", container=self.short_id, error=str(exc)[:200])
 
 
-class SessionSandbox:
+class SessionSandbox(ClosesOnExit):
     """A warm container per (session, source); thread-safe; replaced when it fails."""
 
     def __init__(
@@ -248,17 +248,6 @@ class SessionSandbox:
         """The current agent container's id (None before the first run or after a failure)."""
         current = self._current
         return current.cid if current is not None and current.dead is None else None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         with self._lock:

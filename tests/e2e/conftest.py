@@ -16,19 +16,9 @@ from typing import Any
 import pytest
 
 from tests.support.docker_tracking import DockerTracker
+from tests.support.git_repos import git
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def git(cwd: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return out.stdout.strip()
 
 
 @dataclass

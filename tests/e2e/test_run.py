@@ -11,7 +11,8 @@ import docker.errors
 import pytest
 
 from cloudrunner.audit import verify_log
-from tests.e2e.conftest import Deployment, git
+from tests.e2e.conftest import Deployment
+from tests.support.git_repos import git
 
 pytestmark = pytest.mark.docker
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from tests.e2e.conftest import EXAMPLES, Deployment, git
+from tests.e2e.conftest import EXAMPLES, Deployment
+from tests.support.git_repos import git
 
 pytestmark = pytest.mark.docker
 

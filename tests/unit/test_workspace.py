@@ -22,19 +22,9 @@ from cloudrunner.workspace import (
     WorkspaceError,
 )
 from tests.support.git_http import GitServer, serve_git
+from tests.support.git_repos import git
 
 SECRET = "s3cr3t-tok3n-5f0a9c"
-
-
-def git(cwd: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return out.stdout.strip()
 
 
 @dataclass

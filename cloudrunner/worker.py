@@ -369,7 +369,7 @@ class Worker(ClosesOnExit):
         behind (a crash, a SIGKILL), and record what was removed."""
         try:
             orphans = reaper.reap(client, current_worker=self.worker_id)
-        except docker.errors.DockerException as exc:
+        except Exception as exc:  # best effort: docker-py lets raw requests errors through
             print(f"cloudrunner: warning: could not look for orphaned sandboxes: {exc}",
                   file=sys.stderr)  # fmt: skip
             return

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import docker
 import docker.errors
 import pytest
+import requests
 
 from tests.support.docker_tracking import DockerTracker
 
@@ -34,7 +35,7 @@ def docker_client() -> Iterator[docker.DockerClient]:
     try:
         client = docker.from_env(timeout=60)
         client.ping()
-    except docker.errors.DockerException as exc:
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
         message = (
             f"no Docker engine answers ({exc}); run `bash scripts/docker-up` "
             "and `cloudrunner images build` first"

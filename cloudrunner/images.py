@@ -108,12 +108,14 @@ def _progress(message: str) -> None:
     print(f"images: {message}", file=sys.stderr, flush=True)
 
 
-def build_base(client: docker.DockerClient, *, force: bool = False) -> BuildStep:
+def build_base(
+    client: docker.DockerClient, *, force: bool = False, ref: str = BASE_IMAGE
+) -> BuildStep:
     key = base_key()
-    have, _ = _existing_key(client, BASE_IMAGE)
+    have, _ = _existing_key(client, ref)
     if have == key and not force:
-        _progress(f"{BASE_IMAGE} is up to date (key {key[:12]}), skipped")
-        return BuildStep(BASE_IMAGE, key, built=False)
+        _progress(f"{ref} is up to date (key {key[:12]}), skipped")
+        return BuildStep(ref, key, built=False)
     debootstrap = shutil.which("debootstrap")
     if debootstrap is None:
         raise ImageBuildError(
@@ -143,8 +145,8 @@ def build_base(client: docker.DockerClient, *, force: bool = False) -> BuildStep
         subprocess.run(
             ["tar", "--numeric-owner", "-C", str(root), "-cf", str(tarball), "."], check=True
         )
-        _progress(f"importing as {BASE_IMAGE}")
-        repository, tag = BASE_IMAGE.split(":")
+        _progress(f"importing as {ref}")
+        repository, tag = ref.split(":")
         try:
             client.api.import_image_from_file(
                 str(tarball),
@@ -153,11 +155,11 @@ def build_base(client: docker.DockerClient, *, force: bool = False) -> BuildStep
                 changes=[f"LABEL {BUILD_KEY_LABEL}={key}", 'CMD ["/bin/sh"]'],
             )
         except docker.errors.APIError as exc:
-            raise ImageBuildError(f"docker import of {BASE_IMAGE} failed: {exc}") from exc
-    have, _ = _existing_key(client, BASE_IMAGE)
+            raise ImageBuildError(f"docker import of {ref} failed: {exc}") from exc
+    have, _ = _existing_key(client, ref)
     if have != key:
-        raise ImageBuildError(f"{BASE_IMAGE} was imported but does not carry its build key")
-    return BuildStep(BASE_IMAGE, key, built=True)
+        raise ImageBuildError(f"{ref} was imported but does not carry its build key")
+    return BuildStep(ref, key, built=True)
 
 
 def build_runtime(client: docker.DockerClient, *, force: bool = False) -> BuildStep:

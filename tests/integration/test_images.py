@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import docker
+import docker.errors
 import pytest
 
 from cloudrunner import __version__, images
@@ -55,3 +56,35 @@ def test_runtime_image_is_tagged_with_the_package_version_and_latest(
 def test_build_is_skipped_when_nothing_changed(docker_client: docker.DockerClient) -> None:
     steps = images.build_all()
     assert [s.built for s in steps] == [False, False]
+
+
+def test_a_failed_debootstrap_tags_nothing(
+    docker_client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import uuid
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class NoMirror(BaseHTTPRequestHandler):
+        """A mirror on loopback that has none of the files debootstrap asks for."""
+
+        def do_GET(self) -> None:
+            self.send_error(404)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NoMirror)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("CLOUDRUNNER_DEBIAN_MIRROR", f"http://127.0.0.1:{server.server_port}/debian")
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    ref = f"cloudrunner/test-base:{uuid.uuid4().hex[:12]}"
+    try:
+        with pytest.raises(images.ImageBuildError, match="nothing was tagged"):
+            images.build_base(docker_client, force=True, ref=ref)
+    finally:
+        server.shutdown()
+        server.server_close()
+    with pytest.raises(docker.errors.ImageNotFound):
+        docker_client.images.get(ref)

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cloudrunner.errors import CloudrunnerError
+
 if TYPE_CHECKING:
     from cloudrunner.settings import Settings
 
@@ -73,6 +75,11 @@ def command(args: argparse.Namespace) -> int:
     from cloudrunner.worker import Worker
 
     settings = settings_from(args)
+    if sys.stdin.isatty():
+        raise CloudrunnerError(
+            "cloudrunner run reads the event JSON on stdin; pipe it in "
+            "(echo '{...}' | cloudrunner run ...)"
+        )
     # Read one byte past the cap, so an oversized payload is refused rather than truncated.
     payload = sys.stdin.buffer.read(settings.max_payload_bytes + 1)
     with Worker(settings) as worker:

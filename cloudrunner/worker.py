@@ -33,7 +33,7 @@ from cloudrunner.protocol.errors import EventNotAvailable, InvalidPayload, Unkno
 from cloudrunner.protocol.events import event_spec, neutral_answer
 from cloudrunner.protocol.merge import MergedAnswer, merge
 from cloudrunner.protocol.outcomes import Outcome
-from cloudrunner.protocol.plan import Plan, build_plan
+from cloudrunner.protocol.plan import build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.runner import RunOutcome, SandboxSet, run_plan
 from cloudrunner.sandbox import reaper
@@ -170,7 +170,7 @@ class Worker(ClosesOnExit):
                 fresh.env.update(merged.env)
         records = [
             *skipped,
-            *self._hook_records(plan, outcome, merged, ids, ws, document),
+            *self._hook_records(outcome, merged, ids, ws, session_label),
             (
                 RecordKind.DECISION,
                 {
@@ -442,12 +442,11 @@ class Worker(ClosesOnExit):
 
     def _hook_records(
         self,
-        plan: Plan,
         outcome: RunOutcome,
         merged: MergedAnswer,
         ids: Mapping[str, str],
         ws: workspace.Workspace,
-        document: Mapping[str, Any],
+        session: str,
     ) -> list[tuple[RecordKind, dict[str, Any]]]:
         out: list[tuple[RecordKind, dict[str, Any]]] = []
         for decision in merged.decisions:
@@ -457,7 +456,7 @@ class Worker(ClosesOnExit):
             attestation = ran.attestation if ran is not None else {}
             fields: dict[str, Any] = {
                 **ids,
-                "session": plan.conversation_id,
+                "session": session,
                 "source": str(hook.source_kind),
                 "source_file": str(hook.source_path),
                 "source_hash": hook.source_sha256,

@@ -384,3 +384,25 @@ def test_a_run_reaps_sandboxes_left_by_a_worker_process_that_is_gone(
         docker_client.containers.get(orphan.id)
     reaped = [r for r in deployment.records() if r["kind"] == "reaped"]
     assert [r["container_id"][:12] for r in reaped] == [orphan.id[:12]]
+
+
+def test_run_with_a_terminal_on_stdin_says_to_pipe_the_event(deployment: Deployment) -> None:
+    import os
+    import pty
+    import sys
+
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "cloudrunner", "run", *deployment.flags()],
+            stdin=follower,
+            capture_output=True,
+            env=deployment.base_env(),
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert proc.returncode == 2
+    assert "pipe it in" in proc.stderr.decode()

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from cloudrunner.docker_engine import connect
 from cloudrunner.images import DEFAULT_RUNTIME_IMAGE
+from cloudrunner.logs import configure_logging
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.sandbox import (
     ExecRequest,
@@ -59,6 +60,7 @@ def p99(samples: list[float]) -> float:
 
 
 def main() -> int:
+    configure_logging()  # the sandbox's own log to stderr at warning, as in the worker
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=300, help="bare and session runs")
     parser.add_argument("--hook-iterations", type=int, default=40, help="container runs")

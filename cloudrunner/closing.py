@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from types import TracebackType
 from typing import Self
 
 
-class ClosesOnExit:
-    """Mixin: `__enter__` returns the object, `__exit__` calls its `close()`."""
+class ClosesOnExit(ABC):
+    """Base: `__enter__` returns the object, `__exit__` calls its `close()`."""
 
+    @abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        """Release what the object owns; idempotent."""
 
     def __enter__(self) -> Self:
         return self

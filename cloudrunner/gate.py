@@ -38,7 +38,7 @@ STATE_DIR_ENV = "CLOUDRUNNER_STATE_DIR"
 
 
 class GateError(CloudrunnerError):
-    pass
+    """The gate's state cannot be read or written."""
 
 
 class GateMode(StrEnum):

@@ -89,7 +89,7 @@ def block_answer(spec: EventSpec, message: str | None) -> dict[str, Any]:
 
 
 class _InvalidOutput(Exception):
-    pass
+    """Internal: the hook's stdout is not a valid answer (becomes invalid_output)."""
 
 
 def _parse_json_object(stdout: bytes) -> dict[str, Any]:

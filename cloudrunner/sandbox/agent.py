@@ -186,11 +186,10 @@ class Agent:
             self._start(frame)
 
     def _drain_wakeups(self) -> None:
-        try:
+        # The pipe is non-blocking: read until it is empty (BlockingIOError) or closed.
+        with contextlib.suppress(BlockingIOError):
             while os.read(self.wake_r, 4096):
-                pass
-        except BlockingIOError:
-            pass
+                continue
 
     # -- starting a hook -------------------------------------------------------
 
@@ -413,14 +412,15 @@ def _own_status() -> dict[str, str]:
     """The agent's capability sets and no_new_privs as the kernel reports them."""
     wanted = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp")
     found: dict[str, str] = {}
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                key, _, value = line.partition(":")
-                if key in wanted:
-                    found[key] = value.strip()
-    except OSError:
-        pass
+    # Without /proc the sets are simply not reported; the host then refuses the container.
+    with (
+        contextlib.suppress(OSError),
+        open("/proc/self/status", encoding="ascii", errors="replace") as fh,
+    ):
+        for line in fh:
+            key, _, value = line.partition(":")
+            if key in wanted:
+                found[key] = value.strip()
     return found
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationError
 
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.protocol.loops import LoopBudget
+from cloudrunner.protocol.loops import LoopBudget, consume
 
 
 class SessionStateError(CloudrunnerError):
@@ -128,11 +128,9 @@ class PersistentLoopCounterStore:
 
     def try_consume(self, conversation_id: str, script: str, limit: int | None) -> LoopBudget:
         with self._store.update(conversation_id) as state:
-            used = state.loop_counts.get(script, 0)
-            if limit is not None and used >= limit:
-                return LoopBudget(False, used, limit)
-            state.loop_counts[script] = used + 1
-            return LoopBudget(True, used + 1, limit)
+            budget = consume(state.loop_counts.get(script, 0), limit)
+            state.loop_counts[script] = budget.used
+            return budget
 
     def used(self, conversation_id: str, script: str) -> int:
         return self._store.load(conversation_id).loop_counts.get(script, 0)

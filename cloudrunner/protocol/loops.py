@@ -31,6 +31,14 @@ class LoopCounterStore(Protocol):
         ...
 
 
+def consume(used: int, limit: int | None) -> LoopBudget:
+    """The budget decision for a script that has caused `used` follow-ups so far: allowed
+    (and then counted: `used + 1`) while under `limit`. Stores call it under their lock."""
+    if limit is not None and used >= limit:
+        return LoopBudget(False, used, limit)
+    return LoopBudget(True, used + 1, limit)
+
+
 class InMemoryLoopCounterStore:
     """A store for one process (tests, one-shot runs); the worker adds a persistent one."""
 
@@ -41,11 +49,9 @@ class InMemoryLoopCounterStore:
     def try_consume(self, conversation_id: str, script: str, limit: int | None) -> LoopBudget:
         key = (conversation_id, script)
         with self._lock:
-            used = self._counts.get(key, 0)
-            if limit is not None and used >= limit:
-                return LoopBudget(False, used, limit)
-            self._counts[key] = used + 1
-            return LoopBudget(True, used + 1, limit)
+            budget = consume(self._counts.get(key, 0), limit)
+            self._counts[key] = budget.used
+            return budget
 
     def used(self, conversation_id: str, script: str) -> int:
         with self._lock:

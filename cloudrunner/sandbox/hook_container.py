@@ -11,22 +11,20 @@ from __future__ import annotations
 import contextlib
 import selectors
 import socket
-import threading
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import docker
 import docker.errors
 
-from cloudrunner.closing import ClosesOnExit
 from cloudrunner.docker_engine import EngineUnavailable
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.sandbox import engine, hardening, plan
 from cloudrunner.sandbox.base import ExecRequest, ExecResult, SandboxSpec
 from cloudrunner.sandbox.diagnostics import note
 from cloudrunner.sandbox.docker_stream import STDERR, STDOUT, StreamDemux
+from cloudrunner.sandbox.prepared import PreparedSandbox
 
 _CHUNK = 65536
 #: how long the engine may take to report a killed or finished container's state
@@ -41,7 +39,7 @@ class _Captured:
     stopped: str | None = None
 
 
-class HookContainerSandbox(ClosesOnExit):
+class HookContainerSandbox(PreparedSandbox):
     """Runs every request in its own container; any number of runs may overlap."""
 
     def __init__(
@@ -52,22 +50,11 @@ class HookContainerSandbox(ClosesOnExit):
         attestation_extra: dict[str, Any] | None = None,
         message_prefix: str = "",
     ) -> None:
-        plan.validate_spec(spec)
-        self.spec = spec
-        self._link = client if isinstance(client, engine.EngineLink) else engine.EngineLink(client)
-        self._uid, self._gid = plan.hook_identity(spec)
-        self._mounts = plan.data_mounts(spec)
-        self._id = f"hook-{uuid.uuid4().hex[:12]}"
+        super().__init__(spec, client, "hook")
         self._count = 0
-        self._lock = threading.Lock()
         self._live: set[str] = set()
-        self._closed = False
         self._extra = dict(attestation_extra or {})
         self._prefix = message_prefix
-
-    @property
-    def sandbox_id(self) -> str:
-        return self._id
 
     def close(self) -> None:
         with self._lock:

@@ -15,14 +15,12 @@ import itertools
 import socket
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 import docker
 import docker.errors
 
-from cloudrunner.closing import ClosesOnExit
 from cloudrunner.docker_engine import EngineUnavailable
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.sandbox import engine, framing, hardening, plan
@@ -30,6 +28,7 @@ from cloudrunner.sandbox.base import ExecRequest, ExecResult, SandboxSpec
 from cloudrunner.sandbox.diagnostics import note
 from cloudrunner.sandbox.docker_stream import STDERR, STDOUT, StreamDemux
 from cloudrunner.sandbox.hook_container import HookContainerSandbox
+from cloudrunner.sandbox.prepared import PreparedSandbox
 
 #: how the container starts the agent: isolated mode (no PYTHON* variables, no user site),
 #: no site module (faster), no .pyc writes (the root is read-only anyway)
@@ -214,7 +213,7 @@ class _AgentContainer:
             note("warning", "sandbox.remove_failed", container=self.short_id, error=str(exc)[:200])
 
 
-class SessionSandbox(ClosesOnExit):
+class SessionSandbox(PreparedSandbox):
     """A warm container per (session, source); thread-safe; replaced when it fails."""
 
     def __init__(
@@ -225,23 +224,12 @@ class SessionSandbox(ClosesOnExit):
         start_timeout_s: float = 60.0,
         wedge_grace_s: float = 15.0,
     ) -> None:
-        plan.validate_spec(spec)
-        self.spec = spec
-        self._link = client if isinstance(client, engine.EngineLink) else engine.EngineLink(client)
-        self._uid, self._gid = plan.hook_identity(spec)
-        self._mounts = plan.data_mounts(spec)
-        self._id = f"session-{uuid.uuid4().hex[:12]}"
+        super().__init__(spec, client, "session")
         self._generation = 0
-        self._lock = threading.Lock()
         self._current: _AgentContainer | None = None
         self._fallback: HookContainerSandbox | None = None
-        self._closed = False
         self._start_timeout = start_timeout_s
         self._grace = wedge_grace_s
-
-    @property
-    def sandbox_id(self) -> str:
-        return self._id
 
     @property
     def container_id(self) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import docker
@@ -43,44 +44,44 @@ def _environment_repo(base: Path, install: str) -> Path:
     return origin
 
 
-@pytest.mark.parametrize("deployment", ["session"], indirect=True)
-def test_hooks_run_in_the_environment_image_after_one_install(
+@pytest.fixture
+def environment_images(
     deployment: Deployment, docker_client: docker.DockerClient
-) -> None:
+) -> Iterator[None]:
+    """Removes the environment images the test's worker built, pass or fail."""
+    yield
+    for image in docker_client.images.list(
+        filters={"label": f"cloudrunner.worker={deployment.worker_id}"}
+    ):
+        docker_client.images.remove(image.id, force=True)
+
+
+@pytest.mark.parametrize("deployment", ["session"], indirect=True)
+@pytest.mark.usefixtures("environment_images")
+def test_hooks_run_in_the_environment_image_after_one_install(deployment: Deployment) -> None:
     deployment.origin = _environment_repo(deployment.root, "echo installed >> .install-log")
     deployment.extra_env["CLOUDRUNNER_USE_ENVIRONMENT_JSON"] = "true"
     event = deployment.event("postToolUse", tool_name="Shell", tool_input={}, tool_output="")
-    try:
-        assert deployment.answer(event) == {"additional_context": "env-tool-ok"}
-        assert deployment.answer(event) == {"additional_context": "env-tool-ok"}
-        assert (deployment.workspace / ".install-log").read_text() == "installed\n"
-        (environment,) = [r for r in deployment.records() if r["kind"] == "environment"]
-        assert environment["outcome"] == "ok"
-        hook = [r for r in deployment.records() if r["kind"] == "hook"][-1]
-        assert hook["attestation"]["image"] == environment["image"]
-    finally:
-        for image in docker_client.images.list(
-            filters={"label": f"cloudrunner.worker={deployment.worker_id}"}
-        ):
-            docker_client.images.remove(image.id, force=True)
+    assert deployment.answer(event) == {"additional_context": "env-tool-ok"}
+    assert deployment.answer(event) == {"additional_context": "env-tool-ok"}
+    assert (deployment.workspace / ".install-log").read_text() == "installed\n"
+    (environment,) = [r for r in deployment.records() if r["kind"] == "environment"]
+    assert environment["outcome"] == "ok"
+    hook = [r for r in deployment.records() if r["kind"] == "hook"][-1]
+    assert hook["attestation"]["image"] == environment["image"]
 
 
 @pytest.mark.parametrize("deployment", ["hook"], indirect=True)
+@pytest.mark.usefixtures("environment_images")
 def test_a_failing_install_fails_project_hooks_with_a_clear_reason(
-    deployment: Deployment, docker_client: docker.DockerClient
+    deployment: Deployment,
 ) -> None:
     deployment.origin = _environment_repo(deployment.root, "echo broken >&2; exit 3")
     deployment.extra_env["CLOUDRUNNER_USE_ENVIRONMENT_JSON"] = "true"
-    try:
-        # the guard is failClosed: it blocks, naming the install failure
-        answer = deployment.answer(deployment.event("beforeShellExecution", command="rm -rf /"))
-        assert answer["permission"] == "deny"
-        assert "install command" in answer["agent_message"]
-        hook = [r for r in deployment.records() if r["kind"] == "hook"][-1]
-        assert hook["outcome"] == "sandbox_error"
-        assert "exit 3" in hook["reason"]
-    finally:
-        for image in docker_client.images.list(
-            filters={"label": f"cloudrunner.worker={deployment.worker_id}"}
-        ):
-            docker_client.images.remove(image.id, force=True)
+    # the guard is failClosed: it blocks, naming the install failure
+    answer = deployment.answer(deployment.event("beforeShellExecution", command="rm -rf /"))
+    assert answer["permission"] == "deny"
+    assert "install command" in answer["agent_message"]
+    hook = [r for r in deployment.records() if r["kind"] == "hook"][-1]
+    assert hook["outcome"] == "sandbox_error"
+    assert "exit 3" in hook["reason"]

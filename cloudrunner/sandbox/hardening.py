@@ -9,8 +9,10 @@ observed are returned for the audit log.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import docker
 import docker.types
 
 from cloudrunner.errors import CloudrunnerError
@@ -233,3 +235,25 @@ def check_agent_status(status: dict[str, str], plan: ContainerPlan) -> dict[str,
         "agent_no_new_privs": no_new_privs if no_new_privs is not None else "not reported",
         "agent_seccomp": status.get("Seccomp", "not reported"),
     }
+
+
+def create_attached(
+    client: docker.DockerClient, plan: ContainerPlan, on_created: Callable[[str], None]
+) -> tuple[str, dict[str, Any], Any]:
+    """Create the container `plan` describes, read it back, attest it, and attach to its
+    stdin/stdout/stderr (before it starts, so no output is missed).
+
+    `on_created(cid)` runs right after creation, so the caller can remove the container on
+    any later failure (a `HardeningNotInForce` from the read-back included). Returns the
+    container id, the attestation and the attached socket.
+    """
+    host_config = client.api.create_host_config(**host_config_kwargs(plan))
+    cid = str(client.api.create_container(**create_kwargs(plan, host_config))["Id"])
+    on_created(cid)
+    attestation = attest(
+        client.api.inspect_container(cid),
+        client.api.inspect_image(plan.image),  # type: ignore[no-untyped-call]
+        plan,
+    )
+    sock = client.api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+    return cid, attestation, sock

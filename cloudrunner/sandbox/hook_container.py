@@ -124,24 +124,15 @@ class HookContainerSandbox(PreparedSandbox):
             )
             if runtime_problem:
                 return failed(runtime_problem)
-            host_config = client.api.create_host_config(
-                **hardening.host_config_kwargs(container_plan)
-            )
-            cid = client.api.create_container(
-                **hardening.create_kwargs(container_plan, host_config)
-            )["Id"]
-            with self._lock:
-                self._live.add(cid)
-            attestation.update(
-                hardening.attest(
-                    client.api.inspect_container(cid),
-                    client.api.inspect_image(container_plan.image),  # type: ignore[no-untyped-call]
-                    container_plan,
-                )
-            )
-            sock = client.api.attach_socket(
-                cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
-            )
+
+            def created(new: str) -> None:
+                nonlocal cid
+                cid = new
+                with self._lock:
+                    self._live.add(new)
+
+            _, attested, sock = hardening.create_attached(client, container_plan, created)
+            attestation.update(attested)
             raw: socket.socket = sock._sock
             try:
                 client.api.start(cid)

@@ -429,23 +429,13 @@ class SessionSandbox(PreparedSandbox):
             problem = engine.runtime_network_problem(client, profile.runtime, profile.network)
             if problem:
                 raise AgentUnavailable(problem)
-            host_config = client.api.create_host_config(
-                **hardening.host_config_kwargs(container_plan)
-            )
-            cid = client.api.create_container(
-                **hardening.create_kwargs(container_plan, host_config)
-            )["Id"]
-            attestation: dict[str, Any] = {"isolation": "session"}
-            attestation.update(
-                hardening.attest(
-                    client.api.inspect_container(cid),
-                    client.api.inspect_image(container_plan.image),  # type: ignore[no-untyped-call]
-                    container_plan,
-                )
-            )
-            sock = client.api.attach_socket(
-                cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
-            )
+
+            def created(new: str) -> None:
+                nonlocal cid
+                cid = new
+
+            _, attested, sock = hardening.create_attached(client, container_plan, created)
+            attestation: dict[str, Any] = {"isolation": "session", **attested}
             max_body = profile.limits.stdout_cap + profile.limits.stderr_cap
             container = _AgentContainer(client, cid, sock, max_body, attestation)
             container.start_reading()
@@ -462,6 +452,8 @@ class SessionSandbox(PreparedSandbox):
                 raise AgentUnavailable(explain(exc)) from exc
         except hardening.HardeningNotInForce as exc:
             note("error", "sandbox.hardening_refused", sandbox=self._id, problem=exc.message)
+            if cid:
+                _remove_quietly(client, cid)
             raise AgentUnavailable(exc.message) from exc
         except AgentUnavailable:
             if cid:

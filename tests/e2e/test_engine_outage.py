@@ -40,9 +40,13 @@ def _stop_dockerd() -> None:
     for pid in pids.split():
         os.kill(int(pid), signal.SIGTERM)
     deadline = time.monotonic() + 60
-    while _engine_answers():
+    while _engine_answers() or _dockerd_running():
         assert time.monotonic() < deadline, "dockerd did not stop within 60 s"
         time.sleep(0.2)
+
+
+def _dockerd_running() -> bool:
+    return subprocess.run(["pgrep", "-x", "dockerd"], capture_output=True).returncode == 0
 
 
 @pytest.mark.parametrize("deployment", ["hook"], indirect=True)

@@ -1,10 +1,24 @@
-"""cloudrunner: a containerised executor for Cursor-style agent hooks in cloud agents."""
+"""cloudrunner: a containerised executor for Cursor-style agent hooks in cloud agents.
 
-from importlib.metadata import PackageNotFoundError, version
+Importing the package costs nothing beyond the interpreter: the per-event client
+(`cloudrunner hook`) starts on every agent step, so `__version__` is looked up lazily.
+"""
 
-try:
-    __version__ = version("cloudrunner")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.1.0"
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("cloudrunner")
+        except PackageNotFoundError:  # running from a source tree that is not installed
+            return "0.1.0"
+    raise AttributeError(f"module 'cloudrunner' has no attribute {name!r}")

@@ -6,16 +6,19 @@ and maps errors to exit codes, so no traceback reaches a user for an expected fa
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
 
-from cloudrunner import __version__
 from cloudrunner.errors import CloudrunnerError, ExitCode
-from cloudrunner.logs import configure_logging
 
-Handler = Callable[[argparse.Namespace], int]
+TYPE_CHECKING = False  # the client's fast path must not pay for typing or argparse
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Sequence
+
+    Handler = Callable[[argparse.Namespace], int]
+
+#: commands served by the stdlib-only client without importing the rest of the package
+CLIENT_COMMANDS = ("hook", "health")
 
 
 def _add_images(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -55,6 +58,30 @@ def _add_audit(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     v.set_defaults(handler=audit_command.verify_command)
 
 
+def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from cloudrunner import serve_command
+
+    p = sub.add_parser(
+        "serve",
+        help="the long-running worker: HTTP API on a unix socket (and TCP), warm sandboxes",
+    )
+    serve_command.add_arguments(p)
+
+
+def _add_client(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    # Listed for --help; `main` dispatches these before building this parser.
+    from cloudrunner import client
+
+    hook = sub.add_parser(
+        "hook", help="the per-event client: event JSON on stdin, the daemon's answer on stdout"
+    )
+    client.add_hook_arguments(hook)
+    hook.set_defaults(handler=client.hook_command)
+    health = sub.add_parser("health", help="exit 0 when the daemon is healthy (or --ready)")
+    client.add_health_arguments(health)
+    health.set_defaults(handler=client.health_command)
+
+
 def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from cloudrunner import run_command
 
@@ -69,6 +96,8 @@ def _add_config(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = sub.add_parser("config", help="write or show the worker settings")
     csub = p.add_subparsers(dest="config_command", required=True, metavar="COMMAND")
     init = csub.add_parser("init", help="write a commented default settings file")
+    from pathlib import Path
+
     init.add_argument("file", nargs="?", type=Path, default=Path("cloudrunner.toml"))
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.set_defaults(handler=_config_init)
@@ -101,6 +130,10 @@ def _add_validate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
+    from cloudrunner import __version__
+
     parser = argparse.ArgumentParser(
         prog="cloudrunner",
         description="Run Cursor-style agent hooks for cloud agents in hardened containers.",
@@ -114,6 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     _add_run,
+    _add_serve,
+    _add_client,
     _add_images,
     _add_config,
     _add_gate,
@@ -124,10 +159,17 @@ _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words and words[0] in CLIENT_COMMANDS:
+        from cloudrunner import client  # the fast path: the standard library only
+
+        return client.main(words)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(words)
     handler: Handler = args.handler
     try:
+        from cloudrunner.logs import configure_logging
+
         configure_logging()
         return handler(args)
     except CloudrunnerError as exc:

@@ -40,11 +40,15 @@ SETTINGS_FLAGS: dict[str, tuple[str, dict[str, object]]] = {
 }
 
 
-def add_settings_flags(parser: argparse.ArgumentParser) -> None:
+FlagTable = dict[str, tuple[str, dict[str, object]]]
+
+
+def add_settings_flags(parser: argparse.ArgumentParser, extra: FlagTable | None = None) -> None:
+    """`--config` and every flag of SETTINGS_FLAGS (and `extra`, a command's own)."""
     parser.add_argument(
         "--config", type=Path, metavar="FILE", help="settings file (default: CLOUDRUNNER_CONFIG)"
     )
-    for flag, (key, kwargs) in SETTINGS_FLAGS.items():
+    for flag, (key, kwargs) in {**SETTINGS_FLAGS, **(extra or {})}.items():
         options = dict(kwargs)
         help_text = str(options.pop("help", f"settings: {key}"))
         parser.add_argument(flag, dest=_dest(flag), help=help_text, **options)  # type: ignore[arg-type]
@@ -54,10 +58,11 @@ def _dest(flag: str) -> str:
     return "setting_" + flag.lstrip("-").replace("-", "_")
 
 
-def settings_from(args: argparse.Namespace) -> Settings:
+def settings_from(args: argparse.Namespace, extra: FlagTable | None = None) -> Settings:
     from cloudrunner.settings import load_settings
 
-    overrides = {key: getattr(args, _dest(flag), None) for flag, (key, _) in SETTINGS_FLAGS.items()}
+    flags = {**SETTINGS_FLAGS, **(extra or {})}
+    overrides = {key: getattr(args, _dest(flag), None) for flag, (key, _) in flags.items()}
     return load_settings(args.config, overrides=overrides)
 
 

@@ -86,6 +86,25 @@ class AuditSettings(_Section):
     """how much of a hook's stdout/stderr an audit record keeps"""
 
 
+class ServerSettings(_Section):
+    socket: Path | None = None
+    """the daemon's unix socket (owner-only); empty: <state_dir>/cloudrunner.sock"""
+    listen: str = ""
+    """also serve TCP on HOST:PORT (needs token_file); empty: unix socket only"""
+    token_file: Path | None = None
+    """file holding the bearer token TCP clients must send"""
+    idle_timeout_s: float = Field(default=900.0, gt=0)
+    """a warm session sandbox unused this long is closed"""
+    max_warm: int = Field(default=64, ge=1, le=4096)
+    """warm session sandboxes kept at most (the least recently used idle one goes first)"""
+    max_concurrent_events: int = Field(default=64, ge=1, le=4096)
+    """events handled at once; more wait in the queue (cloudrunner_queue_depth)"""
+    drain_timeout_s: float = Field(default=30.0, ge=0)
+    """on SIGTERM, how long in-flight events may take before their sandboxes are closed"""
+    max_sessions: int = Field(default=1024, ge=1)
+    """daemon sessions (POST /v1/sessions) open at once"""
+
+
 SourceKindName = Literal["enterprise", "team", "project", "user"]
 
 
@@ -136,6 +155,11 @@ class Settings(_Section):
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+
+    @property
+    def socket_path(self) -> Path:
+        return self.server.socket or self.state_dir / "cloudrunner.sock"
 
     @property
     def audit_path(self) -> Path:
@@ -171,6 +195,9 @@ ENV_KEYS: dict[str, str] = {
     "CLOUDRUNNER_RUNTIME": "sandbox.runtime",
     "CLOUDRUNNER_IMAGE": "sandbox.image",
     "CLOUDRUNNER_NETWORK": "sandbox.network",
+    "CLOUDRUNNER_SOCKET": "server.socket",
+    "CLOUDRUNNER_LISTEN": "server.listen",
+    "CLOUDRUNNER_TOKEN_FILE": "server.token_file",
 }
 
 

@@ -10,6 +10,7 @@ exception.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -18,7 +19,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import docker
 import docker.errors
@@ -27,7 +28,6 @@ from cloudrunner import environment as project_environment
 from cloudrunner import gate, workspace
 from cloudrunner.audit import AuditWriter, RecordKind, TornAcknowledgement
 from cloudrunner.closing import ClosesOnExit
-from cloudrunner.docker_engine import connect
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.errors import EventNotAvailable, InvalidPayload, UnknownEvent
 from cloudrunner.protocol.events import event_spec, neutral_answer
@@ -38,7 +38,9 @@ from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.runner import RunOutcome, SandboxSet, run_plan
 from cloudrunner.sandbox import reaper
 from cloudrunner.sandbox.base import ExecRequest, Sandbox, SandboxLabels, SandboxSpec
+from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.factory import open_sandbox
+from cloudrunner.sandbox.session_pool import SessionPool
 from cloudrunner.session import PersistentLoopCounterStore, SessionStore
 from cloudrunner.settings import Settings
 from cloudrunner.sources import (
@@ -51,7 +53,16 @@ from cloudrunner.sources import (
 
 
 class PayloadRefused(CloudrunnerError):
-    """The event was refused before any hook ran (recorded in the audit log)."""
+    """The event was refused before any hook ran (recorded in the audit log).
+
+    `code` is stable (the daemon's API answers with it): payload-too-large,
+    payload-not-json, payload-invalid, event-missing, unknown-event, event-not-in-cloud,
+    workspace-unavailable.
+    """
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,10 @@ class EventReply:
     answer: dict[str, Any]
     gated: bool
     records: int
+    #: (source, outcome) of every planned hook, for the daemon's metrics
+    outcomes: tuple[tuple[str, str], ...] = ()
+    #: the conversation the event belongs to ("" when the payload has none)
+    conversation_id: str = ""
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -72,26 +87,37 @@ def _inside(path: Path, root: Path) -> bool:
 class Worker(ClosesOnExit):
     """Answers events for one settings object; `close()` releases the audit log."""
 
-    def __init__(self, settings: Settings, *, client: docker.DockerClient | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        client: docker.DockerClient | EngineLink | None = None,
+        audit: AuditWriter | None = None,
+        pool: SessionPool | None = None,
+        gate_dir: Path | None = None,
+        reap: bool = True,
+    ) -> None:
+        """`audit`, `pool` and `client` are shared when given (the daemon runs one worker per
+        workspace over one audit log, one engine connection and one warm-sandbox pool) and
+        are then not closed by `close()`; `gate_dir` holds this worker's gate state
+        (default: the state directory); `reap` removes orphaned sandboxes on the first
+        engine connection (the daemon does that once, at start)."""
         self.settings = settings
         self.worker_id = settings.effective_worker_id
         self.profile = Profile(settings.profile)
         self.sessions = SessionStore(settings.state_dir)
-        self._client = client
-        self._workspace: workspace.Workspace | None = None
-        self.audit = AuditWriter(
-            settings.audit_path,
-            worker=self.worker_id,
-            fsync=settings.audit.fsync,
-            fsync_interval=settings.audit.fsync_interval,
-            max_bytes=settings.audit.max_bytes,
-            include_payload_text=settings.audit.include_payload_text,
-            excerpt_cap=settings.audit.excerpt_bytes,
-            on_torn=_report_torn,
-        )
+        self.gate_dir = gate_dir or settings.state_dir
+        self._link = client if isinstance(client, EngineLink) else EngineLink(client)
+        self._reaped = not reap
+        self._pool = pool
+        self._workspaces: dict[str, workspace.Workspace] = {}
+        self._environment_images: dict[tuple[str, str, str], str | None] = {}
+        self._owns_audit = audit is None
+        self.audit = audit or open_audit(settings)
 
     def close(self) -> None:
-        self.audit.close()
+        if self._owns_audit:
+            self.audit.close()
 
     # ------------------------------------------------------------------ the event path
 
@@ -99,7 +125,12 @@ class Worker(ClosesOnExit):
         document = self._document(payload, event)
         name = event or str(document.get("hook_event_name") or "")
         if not name:
-            self._refuse("", document, "the payload has no hook_event_name; pass --event NAME")
+            self._refuse(
+                "",
+                document,
+                "the payload has no hook_event_name; pass --event NAME",
+                "event-missing",
+            )
         ids = {
             "conversation_id": str(document.get("conversation_id") or ""),
             "generation_id": str(document.get("generation_id") or ""),
@@ -109,10 +140,12 @@ class Worker(ClosesOnExit):
             spec = event_spec(name)
             if not self.profile.runs_event(spec.in_cloud):
                 raise EventNotAvailable(name, str(self.profile), spec.not_in_cloud_reason or "")
-        except (UnknownEvent, EventNotAvailable) as exc:
-            self._refuse(name, document, exc.message)
-        ws = self._resolve_workspace(document, ids)
-        decision = gate.evaluate(ws.root, self.settings.state_dir)
+        except UnknownEvent as exc:
+            self._refuse(name, document, exc.message, "unknown-event")
+        except EventNotAvailable as exc:
+            self._refuse(name, document, exc.message, "event-not-in-cloud")
+        ws = self._current(self._resolve_workspace(document, ids))
+        decision = gate.evaluate(ws.root, self.gate_dir)
         if not decision.open:
             answer = neutral_answer(name)
             self.audit.append(
@@ -126,7 +159,7 @@ class Worker(ClosesOnExit):
                     "decision": answer,
                 },
             )
-            return EventReply(answer, gated=True, records=1)
+            return EventReply(answer, gated=True, records=1, conversation_id=ids["conversation_id"])
         sources = load_sources(
             SourceSettings(
                 workspace=ws.root,
@@ -147,7 +180,7 @@ class Worker(ClosesOnExit):
                 default_timeout=self.settings.hook_timeout,
             )
         except InvalidPayload as exc:
-            self._refuse(name, document, exc.message)
+            self._refuse(name, document, exc.message, "payload-invalid")
         state = self.sessions.load(plan.conversation_id)
         session_label = plan.conversation_id or f"run-{os.getpid()}"
         sandboxes = SandboxSet(lambda kind, wd: self._open(kind, wd, ws, session_label))
@@ -186,7 +219,15 @@ class Worker(ClosesOnExit):
             ),
         ]
         self.audit.append_many(records)
-        return EventReply(merged.answer, gated=False, records=len(records))
+        return EventReply(
+            merged.answer,
+            gated=False,
+            records=len(records),
+            outcomes=tuple(
+                (str(d.result.hook.source_kind), str(d.result.outcome)) for d in merged.decisions
+            ),
+            conversation_id=plan.conversation_id,
+        )
 
     # ------------------------------------------------------------------ pieces
 
@@ -198,18 +239,32 @@ class Worker(ClosesOnExit):
                 {},
                 f"the payload is {len(payload)} bytes, over the {cap}-byte cap "
                 "(max_payload_bytes in the settings)",
+                "payload-too-large",
             )
         try:
             document: Any = json.loads(payload.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            self._refuse(event or "", {}, f"the payload is not a JSON document ({exc})")
+            self._refuse(
+                event or "", {}, f"the payload is not a JSON document ({exc})", "payload-not-json"
+            )
         if not isinstance(document, dict):
             self._refuse(
-                event or "", {}, f"the payload must be a JSON object, not {type(document).__name__}"
+                event or "",
+                {},
+                f"the payload must be a JSON object, not {type(document).__name__}",
+                "payload-not-json",
             )
         return dict(document)
 
-    def _refuse(self, event: str, document: Mapping[str, Any], reason: str) -> Any:
+    def refuse(self, event: str, reason: str, code: str) -> NoReturn:
+        """Record a `refused` event whose payload was never read, and raise PayloadRefused."""
+        self._refuse(event, {}, reason, code)
+
+    def workspaces(self) -> list[workspace.Workspace]:
+        """The checkouts this worker has resolved so far."""
+        return list(self._workspaces.values())
+
+    def _refuse(self, event: str, document: Mapping[str, Any], reason: str, code: str) -> NoReturn:
         self.audit.append(
             RecordKind.REFUSED,
             {
@@ -220,19 +275,30 @@ class Worker(ClosesOnExit):
                 "reason": reason,
             },
         )
-        raise PayloadRefused(reason)
+        raise PayloadRefused(reason, code)
 
     def _resolve_workspace(
         self, document: Mapping[str, Any], ids: Mapping[str, str]
     ) -> workspace.Workspace:
-        if self._workspace is not None:
-            return self._workspace
+        # One checkout per configured workspace; without one, per payload workspace root
+        # (a daemon's default worker serves many conversations in different checkouts).
+        cfg = self.settings.workspace
+        roots = document.get("workspace_roots")
+        key = "" if cfg.repo or cfg.path is not None else json.dumps(roots, default=str)
+        found = self._workspaces.get(key)
+        if found is not None:
+            return found
         try:
             ws = self._checkout(document)
         except CloudrunnerError as exc:
-            self._refuse(ids["event"], document, exc.message)
-        self._workspace = ws
+            self._refuse(ids["event"], document, exc.message, "workspace-unavailable")
+        self._workspaces[key] = ws
         return ws
+
+    def _current(self, ws: workspace.Workspace) -> workspace.Workspace:
+        """`ws` with the commit checked out now (a long-lived worker outlives commits)."""
+        commit = workspace.head_commit(ws)
+        return ws if commit == ws.commit else dataclasses.replace(ws, commit=commit)
 
     def _checkout(self, document: Mapping[str, Any]) -> workspace.Workspace:
         cfg = self.settings.workspace
@@ -299,11 +365,17 @@ class Worker(ClosesOnExit):
         env = project_environment.load_environment(ws.root)
         if env is None or not env.has_build:
             return None
+        # A long-lived worker asks the engine once per environment file and commit (an
+        # uncommitted change to the build context is picked up at the next commit).
+        key = (str(ws.root), ws.commit, hashlib.sha256(env.path.read_bytes()).hexdigest())
+        if key in self._environment_images:
+            return self._environment_images[key]
         built = project_environment.build_image(
             self._engine(), env, labels={"cloudrunner.worker": self.worker_id}
         )
         if env.install:
             self._install_once(ws, env.install, built, session)
+        self._environment_images[key] = built.tag
         return built.tag
 
     def _install_once(
@@ -359,31 +431,16 @@ class Worker(ClosesOnExit):
             marker.write_text(f"{built.image_id}\n{ws.commit}\n")
 
     def _engine(self) -> docker.DockerClient:
-        if self._client is None:
-            self._client = connect()
-            self._reap(self._client)
-        return self._client
+        client = self._link.client()
+        if not self._reaped:
+            self._reaped = True
+            self._reap(client)
+        return client
 
     def _reap(self, client: docker.DockerClient) -> None:
         """On start: remove sandbox containers that a worker process which is gone left
         behind (a crash, a SIGKILL), and record what was removed."""
-        try:
-            orphans = reaper.reap(client, current_worker=self.worker_id)
-        except Exception as exc:  # best effort: docker-py lets raw requests errors through
-            print(f"cloudrunner: warning: could not look for orphaned sandboxes: {exc}",
-                  file=sys.stderr)  # fmt: skip
-            return
-        for orphan in orphans:
-            self.audit.append(
-                "reaped",
-                {
-                    "container_id": orphan.container_id,
-                    "container_name": orphan.name,
-                    "owner": orphan.worker,
-                    "status": orphan.status,
-                    "reason": orphan.reason,
-                },
-            )
+        reap_orphans(client, self.worker_id, self.audit)
 
     def _open(
         self,
@@ -404,7 +461,10 @@ class Worker(ClosesOnExit):
             profile=profile,
             config_dirs=config_dirs,
         )
-        return open_sandbox(spec, self._engine())
+        if self._pool is not None and profile.isolation == "session":
+            return self._pool.borrow(spec)
+        self._engine()  # connects (and reaps, the first time), or fails this hook
+        return open_sandbox(spec, self._link)
 
     def _source_records(
         self,
@@ -488,6 +548,43 @@ class Worker(ClosesOnExit):
                 )
             out.append((RecordKind.HOOK, fields))
         return out
+
+
+def reap_orphans(client: docker.DockerClient, worker_id: str, audit: AuditWriter) -> int:
+    """Remove sandbox containers that a worker process which is gone left behind (a crash,
+    a SIGKILL), recording each; how many were removed. Best effort: a failure is a warning."""
+    try:
+        orphans = reaper.reap(client, current_worker=worker_id)
+    except Exception as exc:  # docker-py lets raw requests errors through
+        print(f"cloudrunner: warning: could not look for orphaned sandboxes: {exc}",
+              file=sys.stderr)  # fmt: skip
+        return 0
+    for orphan in orphans:
+        audit.append(
+            "reaped",
+            {
+                "container_id": orphan.container_id,
+                "container_name": orphan.name,
+                "owner": orphan.worker,
+                "status": orphan.status,
+                "reason": orphan.reason,
+            },
+        )
+    return len(orphans)
+
+
+def open_audit(settings: Settings) -> AuditWriter:
+    """The audit writer the settings describe."""
+    return AuditWriter(
+        settings.audit_path,
+        worker=settings.effective_worker_id,
+        fsync=settings.audit.fsync,
+        fsync_interval=settings.audit.fsync_interval,
+        max_bytes=settings.audit.max_bytes,
+        include_payload_text=settings.audit.include_payload_text,
+        excerpt_cap=settings.audit.excerpt_bytes,
+        on_torn=_report_torn,
+    )
 
 
 def _report_torn(ack: TornAcknowledgement) -> None:

@@ -669,3 +669,42 @@ def adopt(path: Path, *, trust_project_hooks: bool = True) -> Workspace:
         shallow=shallow.strip() == "true",
     )
     return workspace
+
+
+# --------------------------------------------------------------------------- HEAD, cheaply
+
+_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def head_commit(ws: Workspace) -> str:
+    """The commit checked out in `ws` now, read from the git directory's files (no process:
+    a daemon asks on every event). Anything unusual (a `.git` file, a symbolic ref to
+    nowhere) answers the commit known from the checkout or adoption."""
+    for directory in (ws.root, *ws.root.parents):
+        git_dir = directory / ".git"
+        if git_dir.is_dir():
+            break
+        if git_dir.exists():
+            return ws.commit
+    else:
+        return ws.commit
+    try:
+        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        if _SHA.fullmatch(head):
+            return head
+        if not head.startswith("ref: "):
+            return ws.commit
+        ref = head[len("ref: ") :]
+        loose = git_dir / ref
+        if loose.is_file():
+            value = loose.read_text(encoding="utf-8").strip()
+            return value if _SHA.fullmatch(value) else ws.commit
+        packed = git_dir / "packed-refs"
+        if packed.is_file():
+            for line in packed.read_text(encoding="utf-8").splitlines():
+                sha, _, name = line.partition(" ")
+                if name == ref and _SHA.fullmatch(sha):
+                    return sha
+    except (OSError, UnicodeDecodeError):
+        pass
+    return ws.commit

@@ -1,0 +1,396 @@
+"""The daemon's core: workers per workspace over one audit log, one engine link and one
+pool of warm session sandboxes; daemon sessions; readiness; draining. No HTTP here
+(`server.py` is the API over this).
+
+A *daemon session* is a workspace the daemon serves: the default one (from the settings:
+`--workspace`, `--repo`, or each payload's `workspace_roots`) and those created through
+the API for other workspaces or repositories, each with its own gate state. Conversations
+(the payloads' `conversation_id`) live inside a daemon session; their state is on disk
+(`session.py`), so a restarted daemon carries on where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cloudrunner import gate
+from cloudrunner.closing import ClosesOnExit
+from cloudrunner.errors import CloudrunnerError
+from cloudrunner.metrics import DaemonMetrics
+from cloudrunner.protocol.events import EVENTS
+from cloudrunner.sandbox.engine import EngineLink
+from cloudrunner.sandbox.session_pool import SessionPool
+from cloudrunner.settings import Settings
+from cloudrunner.worker import EventReply, PayloadRefused, Worker, open_audit, reap_orphans
+
+DEFAULT_SESSION = "default"
+_SWEEP_INTERVAL_S = 5.0
+
+
+class DaemonError(CloudrunnerError):
+    """A request the daemon cannot serve; `code` is stable, `status` the HTTP status."""
+
+    def __init__(self, message: str, code: str, status: int) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = status
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    id: str
+    workspace: str | None
+    repo: str | None
+    ref: str | None
+    created_at: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.id,
+            "workspace": self.workspace,
+            "repo": self.repo,
+            "ref": self.ref,
+            "created_at": self.created_at,
+        }
+
+
+@dataclass
+class _Session:
+    info: SessionInfo
+    worker: Worker
+    gate_dir: Path
+
+
+class Daemon(ClosesOnExit):
+    """Everything `cloudrunner serve` holds between requests."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.worker_id = settings.effective_worker_id
+        self.metrics = DaemonMetrics()
+        self.link = EngineLink(None)
+        self.audit = open_audit(settings)
+        self.pool = SessionPool(
+            self.link,
+            max_warm=settings.server.max_warm,
+            idle_timeout_s=settings.server.idle_timeout_s,
+        )
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(settings.server.max_concurrent_events)
+        self._waiting = 0
+        self._in_flight = 0
+        self._idle = threading.Condition(self._lock)
+        self._draining = False
+        self._stop = threading.Event()
+        self._registry = settings.state_dir / "daemon" / "sessions.json"
+        self._sessions: dict[str, _Session] = {}
+        self._sessions[DEFAULT_SESSION] = _Session(
+            SessionInfo(DEFAULT_SESSION, None, None, None, _now()),
+            self._worker(settings, settings.state_dir),
+            settings.state_dir,
+        )
+        self._restore_sessions()
+        self.metrics.gauge(
+            "cloudrunner_warm_sandboxes", "warm session sandboxes open", lambda: len(self.pool)
+        )
+        self.metrics.gauge(
+            "cloudrunner_queue_depth",
+            "events waiting for a free slot (server.max_concurrent_events)",
+            lambda: self._waiting,
+        )
+        self.metrics.gauge(
+            "cloudrunner_events_in_flight", "events being handled now", lambda: self._in_flight
+        )
+        self.metrics.gauge(
+            "cloudrunner_sessions", "daemon sessions, the default one included",
+            lambda: len(self._sessions),
+        )  # fmt: skip
+        self._sweeper = threading.Thread(target=self._sweep, name="pool-sweeper", daemon=True)
+
+    # ------------------------------------------------------------------ life cycle
+
+    def start(self) -> int:
+        """Reap what a killed daemon left behind (when the engine answers) and start the idle
+        sweeper; how many orphans were removed."""
+        removed = 0
+        try:
+            client = self.link.client()
+        except CloudrunnerError as exc:
+            print(f"cloudrunner: warning: {exc.message}", flush=True, file=sys.stderr)
+        else:
+            removed = reap_orphans(client, self.worker_id, self.audit)
+        self._sweeper.start()
+        return removed
+
+    def drain(self, timeout_s: float) -> bool:
+        """Refuse new events and wait for those in flight; True when all finished in time."""
+        deadline = time.monotonic() + timeout_s
+        with self._idle:
+            self._draining = True
+            while self._in_flight or self._waiting:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(left)
+        return True
+
+    def close_sandboxes(self) -> None:
+        """Close every warm sandbox (a run still going ends as a sandbox_error)."""
+        self._stop.set()
+        self.pool.close()
+
+    def close(self) -> None:
+        """Close every warm sandbox and flush and close the audit log."""
+        self.close_sandboxes()
+        for session in list(self._sessions.values()):
+            session.worker.close()
+        self.audit.close()
+
+    def _sweep(self) -> None:
+        while not self._stop.wait(_SWEEP_INTERVAL_S):
+            try:
+                self.pool.sweep()
+            except Exception as exc:  # never let the sweeper die
+                print(f"cloudrunner: warning: idle sweep failed: {exc}", file=sys.stderr)
+
+    # ------------------------------------------------------------------ events
+
+    def handle_event(self, session_id: str, event: str, payload: bytes) -> EventReply:
+        """Answer one event in a daemon session; raises DaemonError for a refused request."""
+        session = self._session(session_id)
+        label = event if event in EVENTS else "other"
+        started = time.monotonic()
+        with self._slot():
+            try:
+                reply = session.worker.handle(payload, event)
+            except PayloadRefused as exc:
+                self.metrics.record_event(label, "refused", time.monotonic() - started)
+                raise DaemonError(
+                    exc.message, exc.code, _REFUSAL_STATUS.get(exc.code, 400)
+                ) from None
+            except CloudrunnerError as exc:
+                self.metrics.record_event(label, "error", time.monotonic() - started)
+                raise DaemonError(exc.message, "worker-error", 500) from exc
+        result = "gated" if reply.gated else "answered"
+        self.metrics.record_event(label, result, time.monotonic() - started, reply.outcomes)
+        if event == "sessionEnd" and reply.conversation_id:
+            self.pool.close_session(reply.conversation_id)
+        return reply
+
+    def refuse_unread(self, session_id: str, event: str, reason: str, code: str) -> DaemonError:
+        """Record a request refused before its body was read (over the size cap)."""
+        session = self._session(session_id)
+        self.metrics.record_event(event if event in EVENTS else "other", "refused", 0.0)
+        try:
+            session.worker.refuse(event, reason, code)
+        except PayloadRefused as exc:
+            return DaemonError(exc.message, exc.code, _REFUSAL_STATUS.get(code, 400))
+        raise AssertionError("Worker.refuse returned")  # it always raises
+
+    @contextmanager
+    def _slot(self) -> Iterator[None]:
+        with self._lock:
+            if self._draining:
+                raise DaemonError(
+                    "the daemon is shutting down; send the event again to its successor",
+                    "draining",
+                    503,
+                )
+            self._waiting += 1
+        self._slots.acquire()
+        with self._lock:
+            self._waiting -= 1
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            self._slots.release()
+            with self._idle:
+                self._in_flight -= 1
+                self._idle.notify_all()
+
+    # ------------------------------------------------------------------ sessions
+
+    def create_session(
+        self, *, workspace: str | None = None, repo: str | None = None, ref: str | None = None
+    ) -> SessionInfo:
+        if bool(workspace) == bool(repo):
+            raise DaemonError(
+                'give exactly one of "workspace" (a checkout to adopt) or "repo" (to clone)',
+                "invalid-request",
+                400,
+            )
+        if workspace and not Path(workspace).is_absolute():
+            raise DaemonError(
+                f'"workspace" must be an absolute path, not {workspace!r}', "invalid-request", 400
+            )
+        with self._lock:
+            if len(self._sessions) > self.settings.server.max_sessions:
+                raise DaemonError(
+                    f"{self.settings.server.max_sessions} daemon sessions are open, the most "
+                    "server.max_sessions allows; close one (DELETE /v1/sessions/ID)",
+                    "too-many-sessions",
+                    429,
+                )
+        info = SessionInfo(uuid.uuid4().hex[:16], workspace, repo, ref, _now())
+        session = self._open_session(info)
+        with self._lock:
+            self._sessions[info.id] = session
+            self._save_registry()
+        return info
+
+    def close_session(self, session_id: str) -> int:
+        """Close a daemon session and its warm sandboxes; how many sandboxes were closed."""
+        if session_id == DEFAULT_SESSION:
+            raise DaemonError(
+                "the default session cannot be closed", "default-session", 409
+            )  # fmt: skip
+        with self._lock:
+            session = self._sessions.pop(session_id, None)
+            if session is None:
+                raise _unknown(session_id)
+            self._save_registry()
+        closed = 0
+        for ws in session.worker.workspaces():
+            closed += self.pool.close_workspace(ws.root)
+        session.worker.close()
+        return closed
+
+    def set_gate(self, session_id: str, state: str) -> dict[str, Any]:
+        modes = {"open": gate.GateMode.OPEN, "closed": gate.GateMode.CLOSED,
+                 "auto": gate.GateMode.AUTO}  # fmt: skip
+        if state not in modes:
+            raise DaemonError(
+                f'"state" must be one of open, closed, auto, not {state!r}', "invalid-request", 400
+            )
+        session = self._session(session_id)
+        saved = gate.set_mode(session.gate_dir, modes[state])
+        return {"session": session_id, "mode": saved.mode.value, "generation": saved.generation}
+
+    def sessions(self) -> list[SessionInfo]:
+        with self._lock:
+            return [session.info for session in self._sessions.values()]
+
+    def session_info(self, session_id: str) -> SessionInfo:
+        return self._session(session_id).info
+
+    def _session(self, session_id: str) -> _Session:
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if session is None:
+            raise _unknown(session_id)
+        return session
+
+    def _open_session(self, info: SessionInfo) -> _Session:
+        base = self.settings.workspace
+        if info.workspace:
+            ws = base.model_copy(update={"path": Path(info.workspace), "repo": ""})
+        else:
+            ws = base.model_copy(update={"repo": info.repo or "", "ref": info.ref or "",
+                                         "path": None})  # fmt: skip
+        settings = self.settings.model_copy(update={"workspace": ws})
+        gate_dir = self.settings.state_dir / "daemon" / "gates" / info.id
+        return _Session(info, self._worker(settings, gate_dir), gate_dir)
+
+    def _worker(self, settings: Settings, gate_dir: Path) -> Worker:
+        return Worker(
+            settings, client=self.link, audit=self.audit, pool=self.pool, gate_dir=gate_dir,
+            reap=False,
+        )  # fmt: skip
+
+    def _restore_sessions(self) -> None:
+        try:
+            data = json.loads(self._registry.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            raise CloudrunnerError(
+                f"the daemon's session registry {self._registry} cannot be read ({exc}); "
+                "move it aside to start with no daemon sessions"
+            ) from None
+        for item in data.get("sessions", []) if isinstance(data, dict) else []:
+            try:
+                info = SessionInfo(
+                    str(item["session"]),
+                    item.get("workspace"),
+                    item.get("repo"),
+                    item.get("ref"),
+                    str(item.get("created_at") or ""),
+                )
+            except (KeyError, TypeError):
+                continue
+            self._sessions[info.id] = self._open_session(info)
+
+    def _save_registry(self) -> None:
+        """Persist the API-created sessions (the lock is held)."""
+        items = [s.info.to_dict() for k, s in self._sessions.items() if k != DEFAULT_SESSION]
+        self._registry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = self._registry.with_name(f".{self._registry.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"sessions": items}, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, self._registry)
+
+    # ------------------------------------------------------------------ readiness
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """Whether events can run now: the engine answers and every configured image is there."""
+        if self._draining:
+            return False, {"reason": "the daemon is shutting down"}
+        try:
+            client = self.link.client()
+            client.ping()
+        except Exception as exc:  # docker-py lets raw requests errors through
+            text = getattr(exc, "message", None) or str(exc).splitlines()[0][:200]
+            return False, {"reason": f"the Docker engine does not answer: {text}", "engine": False}
+        images = sorted(
+            {self.settings.sandbox.profile_for(kind).image for kind in _KINDS}
+        )  # fmt: skip
+        missing: list[str] = []
+        for image in images:
+            try:
+                client.images.get(image)
+            except Exception:
+                missing.append(image)
+        if missing:
+            return False, {
+                "reason": f"image(s) missing from the engine: {', '.join(missing)}; "
+                "build them with `cloudrunner images build`",
+                "engine": True,
+                "missing_images": missing,
+            }
+        return True, {"engine": True, "images": images, "warm_sandboxes": len(self.pool)}
+
+
+_KINDS = ("enterprise", "team", "project")
+
+_REFUSAL_STATUS = {
+    "payload-too-large": 413,
+    "payload-not-json": 400,
+    "payload-invalid": 400,
+    "event-missing": 400,
+    "unknown-event": 404,
+    "event-not-in-cloud": 422,
+    "workspace-unavailable": 422,
+}
+
+
+def _unknown(session_id: str) -> DaemonError:
+    return DaemonError(
+        f"no daemon session {session_id!r}; create one with POST /v1/sessions "
+        "(GET /v1/sessions lists them)",
+        "unknown-session",
+        404,
+    )
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -197,7 +197,6 @@ class Worker(ClosesOnExit):
         merged = merge(plan, outcome.results, PersistentLoopCounterStore(self.sessions))
         skipped = self._source_records(sources, state.source_hashes, ids)
         with self.sessions.update(plan.conversation_id) as fresh:
-            fresh.events += 1
             fresh.source_hashes = {_source_key(s): s.sha256 or "" for s in sources.sources}
             if name == "sessionStart":
                 fresh.env.update(merged.env)

@@ -112,6 +112,8 @@ class Worker(ClosesOnExit):
         self._pool = pool
         self._workspaces: dict[str, workspace.Workspace] = {}
         self._environment_images: dict[tuple[str, str, str], str | None] = {}
+        #: workspaces a probe found writable, with the gate generation it was under
+        self._writable: dict[Path, int] = {}
         self._owns_audit = audit is None
         self.audit = audit or open_audit(settings)
 
@@ -145,7 +147,14 @@ class Worker(ClosesOnExit):
         except EventNotAvailable as exc:
             self._refuse(name, document, exc.message, "event-not-in-cloud")
         ws = self._current(self._resolve_workspace(document, ids))
-        decision = gate.evaluate(ws.root, self.gate_dir)
+        seen = self._writable.get(ws.root)
+        decision = gate.evaluate(ws.root, self.gate_dir, known_writable=seen is not None)
+        if seen is not None and seen != decision.generation:
+            # the gate was set again meanwhile: probe afresh under the new state
+            del self._writable[ws.root]
+            decision = gate.evaluate(ws.root, self.gate_dir)
+        if decision.open and decision.probe is not None and decision.probe.writable:
+            self._writable[ws.root] = decision.generation
         if not decision.open:
             answer = neutral_answer(name)
             self.audit.append(

@@ -147,14 +147,7 @@ class Worker(ClosesOnExit):
         except EventNotAvailable as exc:
             self._refuse(name, document, exc.message, "event-not-in-cloud")
         ws = self._current(self._resolve_workspace(document, ids))
-        seen = self._writable.get(ws.root)
-        decision = gate.evaluate(ws.root, self.gate_dir, known_writable=seen is not None)
-        if seen is not None and seen != decision.generation:
-            # the gate was set again meanwhile: probe afresh under the new state
-            del self._writable[ws.root]
-            decision = gate.evaluate(ws.root, self.gate_dir)
-        if decision.open and decision.probe is not None and decision.probe.writable:
-            self._writable[ws.root] = decision.generation
+        decision = self._gate(ws.root)
         if not decision.open:
             answer = neutral_answer(name)
             self.audit.append(
@@ -238,6 +231,19 @@ class Worker(ClosesOnExit):
         )
 
     # ------------------------------------------------------------------ pieces
+
+    def _gate(self, root: Path) -> gate.GateDecision:
+        """The gate's decision; once a probe found `root` writable, it is not probed again
+        while the gate's generation stays the same (see gate.evaluate)."""
+        seen = self._writable.get(root)
+        decision = gate.evaluate(root, self.gate_dir, known_writable=seen is not None)
+        if seen is not None and seen != decision.generation:
+            # the gate was set again meanwhile: probe afresh under the new state
+            del self._writable[root]
+            decision = gate.evaluate(root, self.gate_dir)
+        if decision.open and decision.probe is not None and decision.probe.writable:
+            self._writable[root] = decision.generation
+        return decision
 
     def _document(self, payload: bytes, event: str | None) -> dict[str, Any]:
         cap = self.settings.max_payload_bytes

@@ -43,7 +43,8 @@ RUN if ls /wheelhouse/*.whl >/dev/null 2>&1; then export PIP_NO_INDEX=1; fi \
 # ---------------------------------------------------------------------------- runtime
 FROM ${BASE_IMAGE}
 ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1
-# hadolint ignore=DL3008
+# $packages is a list of words on purpose
+# hadolint ignore=DL3008,SC2086
 RUN packages="git ca-certificates openssh-client tini"; \
     if ! python3 -c 'import sys; assert sys.version_info >= (3, 11)' >/dev/null 2>&1; then \
       packages="$packages python3"; \

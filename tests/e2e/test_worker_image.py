@@ -154,6 +154,11 @@ def start_worker(
         name=f"cloudrunner-worker-{tracker.worker_id}",
         labels=tracker.labels,  # the CI's clean-up finds it too
         group_add=[str(socket.stat().st_gid)],
+        # confined as deploy/compose.yaml confines it
+        read_only=True,
+        tmpfs={"/tmp": "size=64m,mode=1777"},
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges:true"],
         volumes={
             str(socket): {"bind": "/var/run/docker.sock", "mode": "rw"},
             root: {"bind": root, "mode": "rw"},  # workspace and state at identical paths

@@ -36,7 +36,7 @@ from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.plan import build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.runner import RunOutcome, SandboxSet, run_plan
-from cloudrunner.sandbox import reaper
+from cloudrunner.sandbox import agent_files, reaper
 from cloudrunner.sandbox.base import ExecRequest, Sandbox, SandboxLabels, SandboxSpec
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.factory import open_sandbox
@@ -469,11 +469,17 @@ class Worker(ClosesOnExit):
             if image is not None:
                 profile = profile.model_copy(update={"image": image})
         config_dirs = () if _inside(working_dir, ws.root) else (working_dir,)
+        # The state directory is where the engine sees it, the package may not be (a worker
+        # in a container), so session agents mount their files from a staged copy there.
+        agent_dir = (
+            agent_files.stage(self.settings.state_dir) if profile.isolation == "session" else None
+        )
         spec = SandboxSpec(
             workspace=ws.root,
             labels=SandboxLabels(worker=self.worker_id, session=session, source=str(kind)),
             profile=profile,
             config_dirs=config_dirs,
+            agent_dir=agent_dir,
         )
         if self._pool is not None and profile.isolation == "session":
             return self._pool.borrow(spec)

@@ -77,6 +77,9 @@ class SandboxSpec:
     profile: SandboxProfile = field(default_factory=SandboxProfile)
     #: source config directories, mounted read-only at their host paths
     config_dirs: tuple[Path, ...] = ()
+    #: where the engine finds the session agent's files (`agent_files.stage`); None: this
+    #: package's own directory, which only an engine on the worker's host can see
+    agent_dir: Path | None = None
 
 
 class Sandbox(Protocol):

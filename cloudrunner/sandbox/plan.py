@@ -11,6 +11,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cloudrunner.sandbox.agent_files import AGENT_FILES
 from cloudrunner.sandbox.base import (
     HOST_LABEL,
     ISOLATION_LABEL,
@@ -26,7 +27,6 @@ from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID, SandboxLimits
 
 #: where the agent's two files are mounted; a namespace package, so no __init__ needed
 AGENT_ROOT = "/opt/cloudrunner"
-AGENT_FILES = ("agent.py", "framing.py")
 #: capabilities the session agent keeps in its bounding set, and why (see agent.py)
 AGENT_CAPS: dict[str, str] = {
     "SETUID": "the agent (uid 0) drops each hook to the unprivileged hook uid",
@@ -116,8 +116,10 @@ def data_mounts(spec: SandboxSpec) -> tuple[Mount, ...]:
     return tuple(mounts)
 
 
-def agent_mounts() -> tuple[Mount, ...]:
-    here = Path(__file__).resolve().parent
+def agent_mounts(source_dir: Path | None = None) -> tuple[Mount, ...]:
+    """The agent's files, from `source_dir` (as the engine sees it; see `agent_files`) or,
+    when None, from this package's own directory (a worker on the engine's host)."""
+    here = source_dir or Path(__file__).resolve().parent
     return tuple(
         Mount(str(here / name), f"{AGENT_ROOT}/cloudrunner/sandbox/{name}", True)
         for name in AGENT_FILES

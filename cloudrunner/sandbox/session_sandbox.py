@@ -402,7 +402,7 @@ class SessionSandbox(PreparedSandbox):
             entrypoint=["python3"],
             env={},
             working_dir="/",
-            mounts=self._mounts + plan.agent_mounts(),
+            mounts=self._mounts + plan.agent_mounts(self.spec.agent_dir),
             limits=profile.limits,
             network=profile.network,
             labels=plan.sandbox_labels(self.spec, "session"),

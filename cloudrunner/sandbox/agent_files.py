@@ -36,7 +36,19 @@ def digest(source_dir: Path = _SOURCE_DIR) -> str:
     return hasher.hexdigest()[:16]
 
 
+_staged: dict[tuple[Path, Path], Path] = {}
+
+
 def stage(state_dir: Path, source_dir: Path = _SOURCE_DIR) -> Path:
+    """`_stage`, once per process for a state directory (a daemon asks on every event)."""
+    key = (state_dir, source_dir)
+    found = _staged.get(key)
+    if found is None or not all((found / name).is_file() for name in AGENT_FILES):
+        found = _staged[key] = _stage(state_dir, source_dir)
+    return found
+
+
+def _stage(state_dir: Path, source_dir: Path) -> Path:
     """The directory under `state_dir` holding this package's agent files (made if needed).
 
     The files are world-readable (0644) and their directories searchable (0755): the agent

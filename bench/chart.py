@@ -13,25 +13,33 @@ def write_chart(report: Report, path: Path) -> None:
     matplotlib.use("Agg")  # no display here; must be chosen before pyplot is imported
     import matplotlib.pyplot as plt
 
-    panels = [(name, [r for r in report.rows if r.section == name and r.samples_ms])
-              for name in SECTIONS]  # fmt: skip
+    panels = [
+        (name, [r for r in report.rows if r.section == name and r.samples_ms]) for name in SECTIONS
+    ]
     panels = [(name, rows) for name, rows in panels if rows]
     if not panels:
         panels = [("nothing measured", [])]
     heights = [max(1.2, 0.32 * len(rows) + 0.8) for _, rows in panels]
     fig, axes = plt.subplots(
-        len(panels), 1, figsize=(10, sum(heights)), squeeze=False,
+        len(panels),
+        1,
+        figsize=(10, sum(heights)),
+        squeeze=False,
         gridspec_kw={"height_ratios": heights},
-    )  # fmt: skip
+    )
     for ax, (name, rows) in zip(axes[:, 0], panels, strict=True):
         ax.set_title(name.replace("_", " "), loc="left", fontsize=10)
         if not rows:
             continue
         labels = [f"{r.case} | {r.mode} | {r.runtime}" for r in rows]
         ax.boxplot(
-            [r.samples_ms for r in rows], vert=False, whis=(1, 99), showfliers=True,
-            flierprops={"markersize": 2}, widths=0.6,
-        )  # fmt: skip
+            [r.samples_ms for r in rows],
+            vert=False,
+            whis=(1, 99),
+            showfliers=True,
+            flierprops={"markersize": 2},
+            widths=0.6,
+        )
         ax.set_yticks(range(1, len(rows) + 1), labels, fontsize=7)
         ax.invert_yaxis()
         ax.set_xscale("log")

@@ -20,15 +20,14 @@ from pathlib import Path
 
 import docker
 
-from cloudrunner.docker_engine import connect
-from cloudrunner.images import DEFAULT_RUNTIME_IMAGE
-from cloudrunner.logs import configure_logging
-
 from bench import chart, cold_start, end_to_end, sandbox_modes, scaling, table, targets, throughput
 from bench.daemon import DaemonProcess
 from bench.fixtures import Scene, worker_id
 from bench.results import Report
 from bench.sandbox_modes import Counts
+from cloudrunner.docker_engine import connect
+from cloudrunner.images import DEFAULT_RUNTIME_IMAGE
+from cloudrunner.logs import configure_logging
 
 log = logging.getLogger("bench")
 PARTS = (1, 2, 3, 4, 5)
@@ -49,24 +48,63 @@ class Plan:
     cold: int
 
 
-FULL = Plan(bare=200, container=15, container_runsc=8, session=200, session_runsc=60,
-            client=100, run=6, throughput_events=320, throughput_levels=(1, 8, 32),
-            scaling=40, cold=8)  # fmt: skip
-SMOKE = Plan(bare=5, container=2, container_runsc=1, session=5, session_runsc=3, client=3,
-             run=1, throughput_events=8, throughput_levels=(1, 4), scaling=2,
-             cold=1)  # fmt: skip
+FULL = Plan(
+    bare=200,
+    container=15,
+    container_runsc=8,
+    session=200,
+    session_runsc=60,
+    client=100,
+    run=6,
+    throughput_events=320,
+    throughput_levels=(1, 8, 32),
+    scaling=40,
+    cold=8,
+)
+SMOKE = Plan(
+    bare=5,
+    container=2,
+    container_runsc=1,
+    session=5,
+    session_runsc=3,
+    client=3,
+    run=1,
+    throughput_events=8,
+    throughput_levels=(1, 4),
+    scaling=2,
+    cold=1,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true",
-                        help="a few iterations of each part, runc only (checks the benchmark)")  # fmt: skip
-    parser.add_argument("--out", type=Path, default=Path("bench-results"), metavar="DIR",
-                        help="where bench.json and bench.svg go (default: ./bench-results)")  # fmt: skip
-    parser.add_argument("--runtime", action="append", dest="runtimes", choices=["runc", "runsc"],
-                        help="part 1's runtimes (default: runc, and runsc when registered)")  # fmt: skip
-    parser.add_argument("--part", action="append", type=int, dest="parts", choices=PARTS,
-                        help="run only these parts (repeatable; default: all)")  # fmt: skip
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a few iterations of each part, runc only (checks the benchmark)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("bench-results"),
+        metavar="DIR",
+        help="where bench.json and bench.svg go (default: ./bench-results)",
+    )
+    parser.add_argument(
+        "--runtime",
+        action="append",
+        dest="runtimes",
+        choices=["runc", "runsc"],
+        help="part 1's runtimes (default: runc, and runsc when registered)",
+    )
+    parser.add_argument(
+        "--part",
+        action="append",
+        type=int,
+        dest="parts",
+        choices=PARTS,
+        help="run only these parts (repeatable; default: all)",
+    )
     parser.add_argument("--image", default=DEFAULT_RUNTIME_IMAGE, help="the hook runtime image")
     return parser
 
@@ -92,8 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     report.write_json(args.out / "bench.json")
     chart.write_chart(report, args.out / "bench.svg")
     print(table.render(report))
-    print(f"\nwall time {report.meta['wall_s']} s; wrote {args.out / 'bench.json'} and "
-          f"{args.out / 'bench.svg'}")  # fmt: skip
+    print(
+        f"\nwall time {report.meta['wall_s']} s; wrote {args.out / 'bench.json'} and "
+        f"{args.out / 'bench.svg'}"
+    )
     return 0
 
 
@@ -116,22 +156,28 @@ def _run(
     )
     if 1 in parts:
         for runtime in runtimes:
-            sandbox_modes.measure_runtime(report, client, image=image, runtime=runtime,
-                                          worker=worker, counts=counts[runtime])  # fmt: skip
+            sandbox_modes.measure_runtime(
+                report, client, image=image, runtime=runtime, worker=worker, counts=counts[runtime]
+            )
     if parts & {2, 3, 5}:
         scene = Scene(worker, runtime="runc")
         try:
             daemon = DaemonProcess(scene)
             try:
                 if 2 in parts:
-                    end_to_end.measure_daemon(report, daemon, client_iterations=plan.client,
-                                              runtime="runc")  # fmt: skip
+                    end_to_end.measure_daemon(
+                        report, daemon, client_iterations=plan.client, runtime="runc"
+                    )
                 if 3 in parts:
-                    throughput.measure(report, daemon, events_per_level=plan.throughput_events,
-                                       runtime="runc", levels=plan.throughput_levels)  # fmt: skip
+                    throughput.measure(
+                        report,
+                        daemon,
+                        events_per_level=plan.throughput_events,
+                        runtime="runc",
+                        levels=plan.throughput_levels,
+                    )
                 if 5 in parts:
-                    cold_start.measure_daemon(report, daemon, iterations=plan.cold,
-                                              runtime="runc")  # fmt: skip
+                    cold_start.measure_daemon(report, daemon, iterations=plan.cold, runtime="runc")
             finally:
                 daemon.close()
             if 2 in parts:

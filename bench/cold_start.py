@@ -20,9 +20,13 @@ SECTION = "cold_start"
 
 
 def measure(
-    report: Report, client: docker.DockerClient, *, worker: str, iterations: int,
+    report: Report,
+    client: docker.DockerClient,
+    *,
+    worker: str,
+    iterations: int,
     runtime: str = "runc",
-) -> None:  # fmt: skip
+) -> None:
     scene = Scene(worker, runtime=runtime)
     try:
         with PooledWorker(scene, client) as pooled:
@@ -36,9 +40,16 @@ def measure(
                 samples.append(clock.ms)
                 pooled.pool.close_session(conversation)
             report.add(
-                Row(SECTION, CAT.name, "new session, in-process worker", runtime, samples,
-                    bare_key(CAT), note="container start + agent hello + first hook")
-            )  # fmt: skip
+                Row(
+                    SECTION,
+                    CAT.name,
+                    "new session, in-process worker",
+                    runtime,
+                    samples,
+                    bare_key(CAT),
+                    note="container start + agent hello + first hook",
+                )
+            )
     finally:
         scene.close()
 
@@ -61,6 +72,13 @@ def measure_daemon(report: Report, daemon: DaemonProcess, *, iterations: int, ru
             raise RuntimeError(f"the new session's first event answered {status} {answer!r}")
         daemon.delete(f"/v1/sessions/{session}")
     report.add(
-        Row(SECTION, CAT.name, "new session, daemon API", runtime, samples, bare_key(CAT),
-            note="POST /v1/sessions + first event")
-    )  # fmt: skip
+        Row(
+            SECTION,
+            CAT.name,
+            "new session, daemon API",
+            runtime,
+            samples,
+            bare_key(CAT),
+            note="POST /v1/sessions + first event",
+        )
+    )

@@ -12,9 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cloudrunner import client
-
 from bench.fixtures import Scene
+from cloudrunner import client
 
 
 def cloudrunner_command() -> list[str]:

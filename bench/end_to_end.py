@@ -45,15 +45,27 @@ def measure_daemon(
             raise RuntimeError(f"the daemon answered {status} {answer!r}")
 
     report.add(
-        Row(SECTION, CAT.name, "hook client, daemon up", runtime,
+        Row(
+            SECTION,
+            CAT.name,
+            "hook client, daemon up",
+            runtime,
             time_calls("cloudrunner hook", client_iterations, hook_client, warmup=3),
-            bare_key(CAT), note="process start + unix socket + warm session")
-    )  # fmt: skip
+            bare_key(CAT),
+            note="process start + unix socket + warm session",
+        )
+    )
     report.add(
-        Row(SECTION, CAT.name, "daemon HTTP request only", runtime,
+        Row(
+            SECTION,
+            CAT.name,
+            "daemon HTTP request only",
+            runtime,
             time_calls("daemon request", client_iterations, http_request, warmup=3),
-            bare_key(CAT), note="from the bench process: no client start-up")
-    )  # fmt: skip
+            bare_key(CAT),
+            note="from the bench process: no client start-up",
+        )
+    )
 
 
 def measure_run(report: Report, scene: Scene, *, iterations: int, runtime: str) -> None:
@@ -68,7 +80,13 @@ def measure_run(report: Report, scene: Scene, *, iterations: int, runtime: str) 
         _check(proc.stdout, "cloudrunner run")
 
     report.add(
-        Row(SECTION, CAT.name, "cloudrunner run (in-process)", runtime,
+        Row(
+            SECTION,
+            CAT.name,
+            "cloudrunner run (in-process)",
+            runtime,
             time_calls("cloudrunner run", iterations, run_once, warmup=1),
-            bare_key(CAT), note="a process per event; starts and removes its session container")
-    )  # fmt: skip
+            bare_key(CAT),
+            note="a process per event; starts and removes its session container",
+        )
+    )

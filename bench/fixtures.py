@@ -15,9 +15,8 @@ from typing import Any
 
 import tomli_w
 
-from cloudrunner.settings import Settings, load_settings
-
 from bench.cases import EVENT
+from cloudrunner.settings import Settings, load_settings
 
 
 def worker_id() -> str:

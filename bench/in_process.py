@@ -7,13 +7,12 @@ from typing import Any
 
 import docker
 
+from bench.cases import EVENT, PAYLOAD
+from bench.fixtures import Scene
 from cloudrunner.closing import ClosesOnExit
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.session_pool import SessionPool
 from cloudrunner.worker import Worker
-
-from bench.cases import EVENT, PAYLOAD
-from bench.fixtures import Scene
 
 
 def event(conversation: str) -> bytes:

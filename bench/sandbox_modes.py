@@ -12,6 +12,9 @@ from pathlib import Path
 
 import docker
 
+from bench.cases import CASES, PATH, PAYLOAD, HookCase
+from bench.measure import time_calls
+from bench.results import Report, Row
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.sandbox import (
     ExecRequest,
@@ -22,10 +25,6 @@ from cloudrunner.sandbox import (
     SessionSandbox,
 )
 from cloudrunner.sandbox.base import WORKER_LABEL
-
-from bench.cases import CASES, PATH, PAYLOAD, HookCase
-from bench.measure import time_calls
-from bench.results import Report, Row
 
 log = logging.getLogger("bench")
 SECTION = "sandbox"
@@ -99,24 +98,49 @@ def measure_runtime(
                     raise HookFailed(f"docker run {c.name}: {out!r}")
 
             report.add(
-                Row(SECTION, case.name, "docker run", runtime,
+                Row(
+                    SECTION,
+                    case.name,
+                    "docker run",
+                    runtime,
                     time_calls(f"docker run {case.name} {runtime}", counts.container, docker_run),
-                    base, note="plain SDK containers.run, network none, no hardening")
-            )  # fmt: skip
+                    base,
+                    note="plain SDK containers.run, network none, no hardening",
+                )
+            )
             with HookContainerSandbox(spec, client) as hook:
                 report.add(
-                    Row(SECTION, case.name, "hook", runtime,
-                        time_calls(f"hook {case.name} {runtime}", counts.container,
-                                   _checked(hook.run, request, case)),
-                        base, note="a hardened container per run")
-                )  # fmt: skip
+                    Row(
+                        SECTION,
+                        case.name,
+                        "hook",
+                        runtime,
+                        time_calls(
+                            f"hook {case.name} {runtime}",
+                            counts.container,
+                            _checked(hook.run, request, case),
+                        ),
+                        base,
+                        note="a hardened container per run",
+                    )
+                )
             with SessionSandbox(spec, client) as session:
                 report.add(
-                    Row(SECTION, case.name, "session", runtime,
-                        time_calls(f"session {case.name} {runtime}", counts.session,
-                                   _checked(session.run, request, case), warmup=5),
-                        base, note="warm container, in-container agent")
-                )  # fmt: skip
+                    Row(
+                        SECTION,
+                        case.name,
+                        "session",
+                        runtime,
+                        time_calls(
+                            f"session {case.name} {runtime}",
+                            counts.session,
+                            _checked(session.run, request, case),
+                            warmup=5,
+                        ),
+                        base,
+                        note="warm container, in-container agent",
+                    )
+                )
     finally:
         workspace.rmdir()
 

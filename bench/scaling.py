@@ -29,9 +29,13 @@ def mode_name(n: int, sources: int) -> str:
 
 
 def measure(
-    report: Report, client: docker.DockerClient, *, worker: str, iterations: int,
+    report: Report,
+    client: docker.DockerClient,
+    *,
+    worker: str,
+    iterations: int,
     runtime: str = "runc",
-) -> None:  # fmt: skip
+) -> None:
     scene = Scene(worker, runtime=runtime)
     try:
         with PooledWorker(scene, client) as pooled:
@@ -40,6 +44,7 @@ def measure(
             configs += [(n, spread(n)) for n in THREE_SOURCES]
             one = None
             for n, (ent, team, project) in configs:
+
                 def cmds(k: int, tag: str) -> list[str]:
                     return [f"{CAT.command} # {tag} {i}" for i in range(k)]
 
@@ -55,9 +60,16 @@ def measure(
 
                 samples = time_calls(f"scaling {n}x{sources}", iterations, once, warmup=3)
                 row = report.add(
-                    Row(SECTION, CAT.name, mode_name(n, sources), runtime, samples, bare_key(CAT),
-                        note=f"enterprise {ent} / team {team} / project {project}")
-                )  # fmt: skip
+                    Row(
+                        SECTION,
+                        CAT.name,
+                        mode_name(n, sources),
+                        runtime,
+                        samples,
+                        bare_key(CAT),
+                        note=f"enterprise {ent} / team {team} / project {project}",
+                    )
+                )
                 if one is None:
                     one = row
                 ratio = row.summary.p50 / one.summary.p50

@@ -16,8 +16,18 @@ def _fmt(value: float, digits: int = 2) -> str:
 
 
 def render(report: Report) -> str:
-    header = ("section", "case", "mode", "runtime", "n", "p50 ms", "p90 ms", "p99 ms", "x bare",
-              "notes")  # fmt: skip
+    header = (
+        "section",
+        "case",
+        "mode",
+        "runtime",
+        "n",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "x bare",
+        "notes",
+    )
     lines = []
     for row in report.rows:
         s = row.summary
@@ -35,8 +45,10 @@ def render(report: Report) -> str:
                 row.note,
             )
         )
-    widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h)
-              for i, h in enumerate(header)]  # fmt: skip
+    widths = [
+        max(len(h), *(len(line[i]) for line in lines)) if lines else len(h)
+        for i, h in enumerate(header)
+    ]
     numeric = {4, 5, 6, 7, 8}
 
     def join(cells: tuple[str, ...]) -> str:

@@ -66,8 +66,9 @@ def evaluate(report: Report) -> list[dict[str, Any]]:
         value = float(row.extra["peak_rss_mb"])
         return value < 100, f"{value:.1f} MB peak RSS of the daemon"
 
-    target("session mode, trivial hook: <= 3 ms over bare at p50, <= 10 ms at p99",
-           session_overhead)  # fmt: skip
+    target(
+        "session mode, trivial hook: <= 3 ms over bare at p50, <= 10 ms at p99", session_overhead
+    )
     target("hook mode within 1.2x of a plain docker run (p50)", hook_vs_docker)
     target("per-event client under 25 ms p50 with the daemon up", client)
     target(">= 300 trivial events/s over 8 concurrent sessions", rate)

@@ -18,9 +18,13 @@ LEVELS = (1, 8, 32)
 
 
 def measure(
-    report: Report, daemon: DaemonProcess, *, events_per_level: int, runtime: str,
+    report: Report,
+    daemon: DaemonProcess,
+    *,
+    events_per_level: int,
+    runtime: str,
     levels: tuple[int, ...] = LEVELS,
-) -> None:  # fmt: skip
+) -> None:
     for sessions in levels:
         per_session = max(2, events_per_level // sessions)
         payloads = [event(f"bench-tp{sessions}-{i}") for i in range(sessions)]
@@ -34,14 +38,24 @@ def measure(
         rate = total / elapsed
         peak_mb = rss.peak_kib / 1024
         report.add(
-            Row(SECTION, CAT.name, f"{sessions} session{'s' if sessions > 1 else ''}", runtime,
-                latencies, bare_key(CAT),
-                extra={"events": total, "seconds": round(elapsed, 3),
-                       "events_per_s": round(rate, 1), "peak_rss_mb": round(peak_mb, 1),
-                       "warm_sandboxes": sessions,
-                       "daemon_vmhwm_mb": round(memory_kib(daemon.pid).get("VmHWM", 0) / 1024, 1)},
-                note=f"{rate:.0f} events/s, daemon peak RSS {peak_mb:.0f} MB")
-        )  # fmt: skip
+            Row(
+                SECTION,
+                CAT.name,
+                f"{sessions} session{'s' if sessions > 1 else ''}",
+                runtime,
+                latencies,
+                bare_key(CAT),
+                extra={
+                    "events": total,
+                    "seconds": round(elapsed, 3),
+                    "events_per_s": round(rate, 1),
+                    "peak_rss_mb": round(peak_mb, 1),
+                    "warm_sandboxes": sessions,
+                    "daemon_vmhwm_mb": round(memory_kib(daemon.pid).get("VmHWM", 0) / 1024, 1),
+                },
+                note=f"{rate:.0f} events/s, daemon peak RSS {peak_mb:.0f} MB",
+            )
+        )
         for i in range(sessions):  # end the conversations: their sandboxes go
             daemon.post("/v1/events/sessionEnd", _session_end(f"bench-tp{sessions}-{i}"))
 

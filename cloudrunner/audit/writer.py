@@ -132,6 +132,7 @@ class AuditWriter(ClosesOnExit):
         self._head = ChainHead(-1, GENESIS_HASH)
         self._prefix = b""
         self._dirty = False
+        self._in_batch = False
         self._last_sync = time.monotonic()
         processors: list[Processor] = [
             *record_processors(
@@ -177,10 +178,20 @@ class AuditWriter(ClosesOnExit):
     def append_many(
         self, entries: Iterable[tuple[RecordKind | str, Mapping[str, Any]]]
     ) -> list[AuditRecord]:
-        """Append several records under one lock, so an event's records stay together."""
+        """Append several records under one lock, so an event's records stay together.
+
+        With fsync "always" the batch is synced once, after its last record and before this
+        returns (an event's records are on disk before its answer, for one sync, not one per
+        record: a sync costs about half a millisecond here)."""
         prepared = [self._prepare(kind, fields) for kind, fields in entries]
         with self._locked():
-            return [self._logger.audit(fields) for fields in prepared]
+            self._in_batch = True
+            try:
+                return [self._logger.audit(fields) for fields in prepared]
+            finally:
+                self._in_batch = False
+                if self._dirty and self.config.fsync is FsyncPolicy.ALWAYS:
+                    self._fdatasync()
 
     def sync(self) -> None:
         """Force what was written to disk, whatever the fsync policy."""
@@ -342,7 +353,7 @@ class AuditWriter(ClosesOnExit):
         self._known_size = (self._known_size or 0) + len(data)
         self._dirty = True
         policy = self.config.fsync
-        if policy is FsyncPolicy.ALWAYS or (
+        if (policy is FsyncPolicy.ALWAYS and not self._in_batch) or (
             policy is FsyncPolicy.INTERVAL
             and time.monotonic() - self._last_sync >= self.config.fsync_interval
         ):

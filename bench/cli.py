@@ -21,6 +21,7 @@ from pathlib import Path
 import docker
 
 from bench import chart, cold_start, end_to_end, sandbox_modes, scaling, table, targets, throughput
+from bench.cases import CASES, CAT
 from bench.daemon import DaemonProcess
 from bench.fixtures import Scene, worker_id
 from bench.results import Report
@@ -151,9 +152,7 @@ def _run(
         "runc": Counts(plan.bare, plan.container, plan.session),
         "runsc": Counts(plan.bare, plan.container_runsc, plan.session_runsc),
     }
-    sandbox_modes.measure_bare(
-        report, counts["runc"], sandbox_modes.CASES if 1 in parts else (sandbox_modes.CAT,)
-    )
+    sandbox_modes.measure_bare(report, counts["runc"], CASES if 1 in parts else (CAT,))
     if 1 in parts:
         for runtime in runtimes:
             sandbox_modes.measure_runtime(

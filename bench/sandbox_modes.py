@@ -55,7 +55,11 @@ def run_bare(case: HookCase) -> None:
 
 def measure_bare(report: Report, counts: Counts, cases: tuple[HookCase, ...] = CASES) -> None:
     for case in cases:
-        samples = time_calls(f"bare {case.name}", counts.bare, lambda c=case: run_bare(c), 10)
+
+        def once(c: HookCase = case) -> None:
+            run_bare(c)
+
+        samples = time_calls(f"bare {case.name}", counts.bare, once, 10)
         report.add(Row(SECTION, case.name, "bare", "host", samples, note="subprocess on the host"))
 
 

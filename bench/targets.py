@@ -45,7 +45,7 @@ def evaluate(report: Report) -> list[dict[str, Any]]:
         return row.summary.p50 < 25, f"{row.summary.p50:.2f} ms p50"
 
     def rate() -> tuple[bool, str] | None:
-        row = _row(report, "throughput/cat/8 sessions/runc")
+        row = report.row("throughput/cat/8 sessions/runc")
         if row is None:
             return None
         value = float(row.extra["events_per_s"])
@@ -60,7 +60,7 @@ def evaluate(report: Report) -> list[dict[str, Any]]:
         return r < 2, f"{r:.2f}x one hook at p50"
 
     def memory() -> tuple[bool, str] | None:
-        row = _row(report, "throughput/cat/8 sessions/runc")
+        row = report.row("throughput/cat/8 sessions/runc")
         if row is None:
             return None
         value = float(row.extra["peak_rss_mb"])

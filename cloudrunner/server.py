@@ -285,6 +285,10 @@ class _Listener(socketserver.ThreadingMixIn, socketserver.TCPServer):
     daemon_threads = False
     block_on_close = True
     allow_reuse_address = True
+    #: socketserver's default backlog is 5: a sixth client connecting at once gets EAGAIN
+    #: on a unix socket (the benchmark's 32 concurrent sessions did), so the per-event
+    #: client would take the daemon for down
+    request_queue_size = 128
 
     def __init__(
         self, family: socket.AddressFamily, address: Any, api: Api, token: str | None

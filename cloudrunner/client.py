@@ -74,14 +74,24 @@ class HttpReply:
 
 def _connect(endpoint: Endpoint, timeout_s: float) -> _socket.socket:
     if endpoint.socket_path is not None:
-        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        sock.settimeout(timeout_s)
-        try:
-            sock.connect(endpoint.socket_path)
-        except BaseException:
-            sock.close()
-            raise
-        return sock
+        # A full listen backlog answers EAGAIN on a unix socket: wait a little and retry.
+        for attempt in range(50):
+            sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            sock.settimeout(timeout_s)
+            try:
+                sock.connect(endpoint.socket_path)
+            except BlockingIOError:
+                sock.close()
+                if attempt == 49:
+                    raise
+                import time
+
+                time.sleep(0.02 * (attempt + 1))
+                continue
+            except BaseException:
+                sock.close()
+                raise
+            return sock
     last: OSError = ConnectionRefusedError("no address")
     for family, kind, proto, _, address in _socket.getaddrinfo(
         endpoint.host, endpoint.port, 0, _socket.SOCK_STREAM
@@ -127,9 +137,12 @@ def request(
             head.append("Content-Type: application/json")
         if endpoint.token:
             head.append(f"Authorization: Bearer {endpoint.token}")
+        chunks: list[bytes] = []
         try:
-            sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
-            chunks: list[bytes] = []
+            try:  # noqa: SIM105 (contextlib costs the fast path ~2 ms of imports)
+                sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the daemon may have answered early (a body over its cap): read that
             while True:
                 chunk = sock.recv(65536)
                 if not chunk:

@@ -210,15 +210,26 @@ def _write_atomically(path: Path, data: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- decision
 
 
-def evaluate(workspace: Path, state_dir: Path) -> GateDecision:
+def evaluate(workspace: Path, state_dir: Path, *, known_writable: bool = False) -> GateDecision:
     """The gate for the next event: call once per event, before any hooks file is read.
 
     `closed` skips the probe (nothing may touch the workspace); `open` and `auto` probe,
     so the decision and the audit record always say what the workspace really is.
+    `known_writable`: this process saw the workspace writable under the same gate state
+    (a long-lived worker), so the probe is skipped: hooks start when the environment
+    becomes writable (spec section 7), and an environment does not go back to read-only.
     """
     state = read_state(state_dir)
     if state.mode is GateMode.CLOSED:
         return GateDecision(False, state.mode, None, "the gate is held closed", state.generation)
+    if known_writable:
+        return GateDecision(
+            True,
+            state.mode,
+            None,
+            "the workspace was found writable earlier (not probed again)",
+            state.generation,
+        )
     probe = probe_writable(workspace)
     if state.mode is GateMode.OPEN:
         reason = "the gate is held open"

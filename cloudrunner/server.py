@@ -28,6 +28,8 @@ from cloudrunner.daemon import DEFAULT_SESSION, Daemon, DaemonError
 
 #: the largest body of a session-control request (not an event)
 CONTROL_BODY_CAP = 64 * 1024
+#: how much of a body refused for its size is read and dropped before the connection closes
+DISCARD_CAP = 64 * 1024 * 1024
 
 log = structlog.get_logger("cloudrunner.server")
 
@@ -214,7 +216,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self._serve("PUT")
 
     def _serve(self, method: str) -> None:
-        self._body_read = False
+        self._unread = 0
         self.close_connection = True
         denied = self.server.check_auth(self.headers.get("Authorization"))
         if denied is not None:
@@ -237,8 +239,19 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(response.body)
             self.wfile.flush()
+            self._discard_unread()
         except (BrokenPipeError, ConnectionResetError, TimeoutError):
             log.warning("server.client_gone", path=self.path, status=response.status)
+
+    def _discard_unread(self) -> None:
+        """Read (and drop) a refused body that is still coming, up to DISCARD_CAP, so the
+        client reads the refusal instead of a connection reset."""
+        left = min(self._unread, DISCARD_CAP)
+        while left > 0:
+            chunk = self.rfile.read1(min(left, 1 << 20)) if hasattr(self.rfile, "read1") else b""
+            if not chunk:
+                break
+            left -= len(chunk)
 
     def read_body(self, cap: int) -> bytes:
         length_text = self.headers.get("Content-Length")
@@ -259,6 +272,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if length < 0:
             raise DaemonError("Content-Length is negative", "invalid-request", 400)
         if length > cap:
+            self._unread = length
             raise DaemonError(
                 f"the body is {length} bytes, over the {cap}-byte cap"
                 + (" (max_payload_bytes in the settings)" if cap != CONTROL_BODY_CAP else ""),
@@ -285,10 +299,8 @@ class _Listener(socketserver.ThreadingMixIn, socketserver.TCPServer):
     daemon_threads = False
     block_on_close = True
     allow_reuse_address = True
-    #: socketserver's default backlog is 5: a sixth client connecting at once gets EAGAIN
-    #: on a unix socket (the benchmark's 32 concurrent sessions did), so the per-event
-    #: client would take the daemon for down
-    request_queue_size = 128
+    #: many agent steps at once must queue, not be refused (the kernel caps it at somaxconn)
+    request_queue_size = 1024
 
     def __init__(
         self, family: socket.AddressFamily, address: Any, api: Api, token: str | None

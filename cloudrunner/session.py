@@ -36,7 +36,6 @@ class SessionState(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     #: sha256 of each source file as last loaded, by source path
     source_hashes: dict[str, str] = Field(default_factory=dict)
-    events: int = 0
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")

@@ -112,6 +112,8 @@ class Worker(ClosesOnExit):
         self._pool = pool
         self._workspaces: dict[str, workspace.Workspace] = {}
         self._environment_images: dict[tuple[str, str, str], str | None] = {}
+        #: workspaces a probe found writable, with the gate generation it was under
+        self._writable: dict[Path, int] = {}
         self._owns_audit = audit is None
         self.audit = audit or open_audit(settings)
 
@@ -145,7 +147,7 @@ class Worker(ClosesOnExit):
         except EventNotAvailable as exc:
             self._refuse(name, document, exc.message, "event-not-in-cloud")
         ws = self._current(self._resolve_workspace(document, ids))
-        decision = gate.evaluate(ws.root, self.gate_dir)
+        decision = self._gate(ws.root)
         if not decision.open:
             answer = neutral_answer(name)
             self.audit.append(
@@ -197,7 +199,6 @@ class Worker(ClosesOnExit):
         merged = merge(plan, outcome.results, PersistentLoopCounterStore(self.sessions))
         skipped = self._source_records(sources, state.source_hashes, ids)
         with self.sessions.update(plan.conversation_id) as fresh:
-            fresh.events += 1
             fresh.source_hashes = {_source_key(s): s.sha256 or "" for s in sources.sources}
             if name == "sessionStart":
                 fresh.env.update(merged.env)
@@ -230,6 +231,19 @@ class Worker(ClosesOnExit):
         )
 
     # ------------------------------------------------------------------ pieces
+
+    def _gate(self, root: Path) -> gate.GateDecision:
+        """The gate's decision; once a probe found `root` writable, it is not probed again
+        while the gate's generation stays the same (see gate.evaluate)."""
+        seen = self._writable.get(root)
+        decision = gate.evaluate(root, self.gate_dir, known_writable=seen is not None)
+        if seen is not None and seen != decision.generation:
+            # the gate was set again meanwhile: probe afresh under the new state
+            del self._writable[root]
+            decision = gate.evaluate(root, self.gate_dir)
+        if decision.open and decision.probe is not None and decision.probe.writable:
+            self._writable[root] = decision.generation
+        return decision
 
     def _document(self, payload: bytes, event: str | None) -> dict[str, Any]:
         cap = self.settings.max_payload_bytes

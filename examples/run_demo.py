@@ -1,5 +1,6 @@
 """The end-to-end demo: a repository with project hooks plus an enterprise hook, through real
-containers, one `cloudrunner run` process per agent event, as a cloud agent VM would call it.
+containers, as a cloud agent VM runs it: a `cloudrunner serve` daemon with warm session
+sandboxes, and one `cloudrunner hook EVENT` client process per agent event.
 
 Run it with `bash scripts/demo` (which sets up the engine, images and .venv first).
 """
@@ -9,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -113,34 +116,70 @@ def run_demo(base: Path) -> int:
     subprocess.run([CLOUDRUNNER, "gate", "close", "--state-dir", str(state)], check=True)
     early = event("beforeShellExecution", workspace, command="rm -rf /", cwd=str(workspace))
     steps.insert(0, ("while the gate is closed: nothing loads or runs", early))
-    for n, (title, payload) in enumerate(steps):
-        if n == 1:
-            subprocess.run([CLOUDRUNNER, "gate", "auto", "--state-dir", str(state)], check=True)
-        proc = subprocess.run(
-            [CLOUDRUNNER, "run", *flags],
-            input=json.dumps(payload).encode(),
+    daemon = start_daemon([*flags, "--isolation", "session"], state)
+    client_env = {**os.environ, "CLOUDRUNNER_SOCKET": str(state / "cloudrunner.sock")}
+    try:
+        for n, (title, payload) in enumerate(steps):
+            if n == 1:
+                subprocess.run([CLOUDRUNNER, "gate", "auto", "--state-dir", str(state)],
+                               check=True)  # fmt: skip
+            started = time.monotonic()
+            proc = subprocess.run(
+                [CLOUDRUNNER, "hook", payload["hook_event_name"]],
+                input=json.dumps(payload).encode(),
+                capture_output=True,
+                env=client_env,
+                check=False,
+            )
+            took = (time.monotonic() - started) * 1000
+            answer = proc.stdout.decode().strip()
+            print(f"- {payload['hook_event_name']}: {title} ({took:.0f} ms)\n    answer: {answer}")
+            if proc.returncode != 0 or proc.stderr.strip():
+                print(f"    failed (exit {proc.returncode}): {proc.stderr.decode().strip()}")
+                return 1
+            if payload["hook_event_name"] == "afterFileEdit":
+                text = (workspace / "src" / "app.py").read_text()
+                print(f"    src/app.py after the formatter: {text!r}")
+        print("\ndemo: a non-cloud event is refused with the reason (and let through):")
+        refused = subprocess.run(
+            [CLOUDRUNNER, "hook", "sessionStart"],
+            input=json.dumps(event("sessionStart", workspace, session_id="s1")).encode(),
             capture_output=True,
+            env=client_env,
             check=False,
         )
-        answer = proc.stdout.decode().strip()
-        print(f"- {payload['hook_event_name']}: {title}\n    answer: {answer}")
-        if proc.returncode != 0:
-            print(f"    failed (exit {proc.returncode}): {proc.stderr.decode().strip()}")
-            return 1
-        if payload["hook_event_name"] == "afterFileEdit":
-            text = (workspace / "src" / "app.py").read_text()
-            print(f"    src/app.py after the formatter: {text!r}")
-    print("\ndemo: a non-cloud event is refused with the reason:")
-    refused = subprocess.run(
-        [CLOUDRUNNER, "run", *flags],
-        input=json.dumps(event("sessionStart", workspace, session_id="s1")).encode(),
-        capture_output=True,
-        check=False,
-    )
-    print(f"    exit {refused.returncode}: {refused.stderr.decode().strip()}")
+        print(f"    answer {refused.stdout.decode().strip()}: {refused.stderr.decode().strip()}")
+    finally:
+        stopped = stop_daemon(daemon)
+    print(f"\ndemo: daemon stopped (exit {stopped}), its warm sandboxes closed")
     summarise(audit_log)
     verify = subprocess.run([CLOUDRUNNER, "audit", "verify", str(audit_log)], check=False)
-    return 0 if verify.returncode == 0 and refused.returncode != 0 else 1
+    refused_ok = "not available in the cloud profile" in refused.stderr.decode()
+    return 0 if verify.returncode == 0 and refused_ok and stopped == 0 else 1
+
+
+def start_daemon(flags: list[str], state: Path) -> subprocess.Popen[bytes]:
+    """`cloudrunner serve` in the background; returns once it listens."""
+    daemon = subprocess.Popen(
+        [CLOUDRUNNER, "serve", *flags], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    assert daemon.stderr is not None
+    line = daemon.stderr.readline().decode().strip()
+    if "serving on" not in line:
+        daemon.kill()
+        rest = daemon.stderr.read().decode()
+        raise SystemExit(f"demo: the daemon did not start: {line}\n{rest}")
+    print(f"demo: {line.removeprefix('cloudrunner: ')}\n")
+    return daemon
+
+
+def stop_daemon(daemon: subprocess.Popen[bytes]) -> int:
+    daemon.send_signal(signal.SIGTERM)
+    try:
+        return daemon.wait(60)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        return daemon.wait()
 
 
 def summarise(audit_log: Path) -> None:

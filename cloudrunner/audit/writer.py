@@ -132,7 +132,7 @@ class AuditWriter(ClosesOnExit):
         self._head = ChainHead(-1, GENESIS_HASH)
         self._prefix = b""
         self._dirty = False
-        self._in_batch = False
+        self._batching = False
         self._last_sync = time.monotonic()
         processors: list[Processor] = [
             *record_processors(
@@ -178,20 +178,19 @@ class AuditWriter(ClosesOnExit):
     def append_many(
         self, entries: Iterable[tuple[RecordKind | str, Mapping[str, Any]]]
     ) -> list[AuditRecord]:
-        """Append several records under one lock, so an event's records stay together.
-
-        With fsync "always" the batch is synced once, after its last record and before this
-        returns (an event's records are on disk before its answer, for one sync, not one per
-        record: a sync costs about half a millisecond here)."""
+        """Append several records under one lock, so an event's records stay together."""
         prepared = [self._prepare(kind, fields) for kind, fields in entries]
         with self._locked():
-            self._in_batch = True
+            # One sync for the whole batch (fsync "always"): every record of the event is on
+            # disk before the answer, at the cost of one fdatasync, not one per record.
+            self._batching = True
             try:
-                return [self._logger.audit(fields) for fields in prepared]
+                written = [self._logger.audit(fields) for fields in prepared]
             finally:
-                self._in_batch = False
-                if self._dirty and self.config.fsync is FsyncPolicy.ALWAYS:
-                    self._fdatasync()
+                self._batching = False
+            if self._dirty and self.config.fsync is FsyncPolicy.ALWAYS:
+                self._fdatasync()
+            return written
 
     def sync(self) -> None:
         """Force what was written to disk, whatever the fsync policy."""
@@ -353,7 +352,9 @@ class AuditWriter(ClosesOnExit):
         self._known_size = (self._known_size or 0) + len(data)
         self._dirty = True
         policy = self.config.fsync
-        if (policy is FsyncPolicy.ALWAYS and not self._in_batch) or (
+        if self._batching:
+            return  # append_many syncs once at the end
+        if policy is FsyncPolicy.ALWAYS or (
             policy is FsyncPolicy.INTERVAL
             and time.monotonic() - self._last_sync >= self.config.fsync_interval
         ):

@@ -95,7 +95,7 @@ class SessionPool(ClosesOnExit):
             if borrow:
                 entry.borrowed += 1
             self._entries.move_to_end(key)
-            closing.extend(self._over_cap())
+            closing.extend(self._over_cap(keep=key))
         for sandbox in closing:
             sandbox.close()
         return entry.sandbox
@@ -110,15 +110,16 @@ class SessionPool(ClosesOnExit):
         # replaced while borrowed (its spec changed): nobody else holds it now
         sandbox.close()
 
-    def _over_cap(self) -> list[SessionSandbox]:
-        """Least recently used idle sandboxes beyond `max_warm` (the lock is held)."""
+    def _over_cap(self, keep: _Key) -> list[SessionSandbox]:
+        """Least recently used idle sandboxes beyond `max_warm`, never `keep` (the one just
+        handed out); the lock is held."""
         if self._max_warm is None or len(self._entries) <= self._max_warm:
             return []
         out: list[SessionSandbox] = []
         for key, entry in list(self._entries.items()):
             if len(self._entries) <= self._max_warm:
                 break
-            if entry.borrowed == 0:
+            if entry.borrowed == 0 and key != keep:
                 del self._entries[key]
                 out.append(entry.sandbox)
                 self.evicted += 1

@@ -4,18 +4,22 @@ only where nothing else shares the engine: in CI, or with CLOUDRUNNER_TEST_DISRU
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
 import requests
 
 from cloudrunner.audit import verify_log
+from cloudrunner.client import HttpReply
 from tests.e2e.conftest import Deployment
+from tests.support.daemon_process import daemon_process
 from tests.support.mounts import in_ci
 
 pytestmark = [pytest.mark.docker, pytest.mark.disruptive]
@@ -49,12 +53,16 @@ def _dockerd_running() -> bool:
     return subprocess.run(["pgrep", "-x", "dockerd"], capture_output=True).returncode == 0
 
 
-@pytest.mark.parametrize("deployment", ["hook"], indirect=True)
-def test_engine_stopped_between_two_events(deployment: Deployment) -> None:
+def _skip_unless_allowed() -> None:
     if not (in_ci() or os.environ.get("CLOUDRUNNER_TEST_DISRUPTIVE") == "1"):
         pytest.skip(
             "stops the shared Docker engine: runs in CI or with CLOUDRUNNER_TEST_DISRUPTIVE=1"
         )
+
+
+@pytest.mark.parametrize("deployment", ["hook"], indirect=True)
+def test_engine_stopped_between_two_events(deployment: Deployment) -> None:
+    _skip_unless_allowed()
     guard = deployment.event("beforeShellExecution", command="rm -rf /")
     assert deployment.answer(guard)["permission"] == "deny"
     try:
@@ -77,3 +85,49 @@ def test_engine_stopped_between_two_events(deployment: Deployment) -> None:
     assert "agent_message" not in deployment.answer(
         deployment.event("beforeShellExecution", command="git push origin")
     )
+
+
+@pytest.mark.parametrize("deployment", ["session"], indirect=True)
+def test_engine_stopped_while_the_daemon_runs(deployment: Deployment) -> None:
+    """Events answer by policy while the engine is gone, /readyz says so, and the daemon
+    recovers by itself when the engine is back (its warm sandboxes are replaced)."""
+    _skip_unless_allowed()
+    daemon = daemon_process(
+        deployment.flags(), state=deployment.state, worker_id=deployment.worker_id
+    ).start()
+    guard = deployment.event("beforeShellExecution", command="rm -rf /",
+                             cwd=str(deployment.workspace))  # fmt: skip
+    try:
+        assert (
+            "recursive delete"
+            in _answer(daemon.event("beforeShellExecution", guard))["user_message"]
+        )
+        try:
+            _stop_dockerd()
+            ready = daemon.call("GET", "/readyz")
+            assert ready.status == 503
+            assert "Docker engine does not answer" in json.loads(ready.body)["reason"]
+            answer = _answer(daemon.event("beforeShellExecution", guard))
+            assert answer["permission"] == "deny" and "sandbox_error" in answer["agent_message"]
+            assert "followup_message" not in _answer(
+                daemon.event("stop", deployment.event("stop", status="completed"))
+            )
+            assert _answer(daemon.call("GET", "/healthz")) == {"status": "ok"}
+        finally:
+            subprocess.run(["bash", str(REPO / "scripts" / "docker-up")], check=True, timeout=120)
+        deadline = time.monotonic() + 60
+        while daemon.call("GET", "/readyz").status != 200:
+            assert time.monotonic() < deadline, "the daemon did not become ready again"
+            time.sleep(0.5)
+        answer = _answer(daemon.event("beforeShellExecution", guard))
+        assert "recursive delete" in answer["user_message"], answer
+    finally:
+        daemon.stop()
+    assert verify_log(deployment.audit_log).ok
+
+
+def _answer(reply: HttpReply) -> dict[str, Any]:
+    assert reply.status == 200, reply.body
+    value = json.loads(reply.body)
+    assert isinstance(value, dict)
+    return value

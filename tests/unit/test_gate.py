@@ -190,3 +190,13 @@ def test_cli_reads_the_state_dir_from_the_environment(
     monkeypatch.setenv(gate.STATE_DIR_ENV, str(tmp_path / "envstate"))
     assert main(["gate", "close"]) == 0
     assert gate.read_state(tmp_path / "envstate").mode is GateMode.CLOSED
+
+
+def test_a_workspace_known_writable_is_not_probed_again(tmp_path: Path) -> None:
+    missing = tmp_path / "gone"  # a probe here would fail: the directory does not exist
+    decision = gate.evaluate(missing, tmp_path / "state", known_writable=True)
+    assert decision.open and decision.probe is None
+    assert "not probed again" in decision.reason
+    gate.set_mode(tmp_path / "state", gate.GateMode.CLOSED)
+    closed = gate.evaluate(missing, tmp_path / "state", known_writable=True)
+    assert not closed.open, "a gate held closed stays closed"

@@ -47,7 +47,7 @@ def test_a_failing_block_writes_nothing(tmp_path: Path) -> None:
 def test_damaged_state_is_a_clear_error(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
     with store.update("c") as state:
-        state.events = 1
+        state.loop_counts["k"] = 1
     (path,) = (tmp_path / "sessions").glob("*.json")
     path.write_text("{not json")
     with pytest.raises(SessionStateError, match=r"damaged.*move it aside"):

@@ -15,7 +15,9 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import docker
@@ -135,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         f"\nwall time {report.meta['wall_s']} s; wrote {args.out / 'bench.json'} and "
         f"{args.out / 'bench.svg'}"
     )
-    return 0
+    for error in report.meta["errors"]:
+        print(f"bench: error: {error}", file=sys.stderr)
+    return 1 if report.meta["errors"] else 0
 
 
 def _run(
@@ -146,7 +150,18 @@ def _run(
     runtimes: list[str],
     image: str,
 ) -> None:
+    """Every part asked for; a part that fails is recorded in meta.errors and the others
+    still run (the run then exits 1)."""
     worker = worker_id()
+    errors: list[str] = report.meta.setdefault("errors", [])
+
+    def attempt(what: str, measure: Callable[[], None]) -> None:
+        try:
+            measure()
+        except Exception as exc:  # recorded and reported: one broken part spoils no other
+            log.error("%s failed: %s", what, exc)
+            errors.append(f"{what}: {exc}")
+
     # Every row compares with a bare subprocess of the same run: always measured first.
     counts = {
         "runc": Counts(plan.bare, plan.container, plan.session),
@@ -155,38 +170,48 @@ def _run(
     sandbox_modes.measure_bare(report, counts["runc"], CASES if 1 in parts else (CAT,))
     if 1 in parts:
         for runtime in runtimes:
-            sandbox_modes.measure_runtime(
-                report, client, image=image, runtime=runtime, worker=worker, counts=counts[runtime]
-            )
+            attempt(
+                f"part 1 ({runtime})",
+                partial(sandbox_modes.measure_runtime, report, client, image=image,
+                        runtime=runtime, worker=worker, counts=counts[runtime]),
+            )  # fmt: skip
     if parts & {2, 3, 5}:
         scene = Scene(worker, runtime="runc")
         try:
-            daemon = DaemonProcess(scene)
+            daemon: DaemonProcess | None = None
             try:
-                if 2 in parts:
-                    end_to_end.measure_daemon(
-                        report, daemon, client_iterations=plan.client, runtime="runc"
-                    )
-                if 3 in parts:
-                    throughput.measure(
-                        report,
-                        daemon,
-                        events_per_level=plan.throughput_events,
-                        runtime="runc",
-                        levels=plan.throughput_levels,
-                    )
-                if 5 in parts:
-                    cold_start.measure_daemon(report, daemon, iterations=plan.cold, runtime="runc")
-            finally:
-                daemon.close()
+                daemon = DaemonProcess(scene)
+            except Exception as exc:
+                errors.append(f"cloudrunner serve did not start: {exc}")
+            if daemon is not None:
+                try:
+                    if 2 in parts:
+                        attempt("part 2 (client)", partial(
+                            end_to_end.measure_daemon, report, daemon,
+                            client_iterations=plan.client, runtime="runc"))  # fmt: skip
+                    if 3 in parts:
+                        attempt("part 3", partial(
+                            throughput.measure, report, daemon,
+                            events_per_level=plan.throughput_events, runtime="runc",
+                            levels=plan.throughput_levels))  # fmt: skip
+                    if 5 in parts:
+                        attempt("part 5 (daemon)", partial(
+                            cold_start.measure_daemon, report, daemon, iterations=plan.cold,
+                            runtime="runc"))  # fmt: skip
+                finally:
+                    daemon.close()
             if 2 in parts:
-                end_to_end.measure_run(report, scene, iterations=plan.run, runtime="runc")
+                attempt("part 2 (run)", partial(
+                    end_to_end.measure_run, report, scene, iterations=plan.run,
+                    runtime="runc"))  # fmt: skip
         finally:
             scene.close()
     if 4 in parts:
-        scaling.measure(report, client, worker=worker, iterations=plan.scaling)
+        attempt("part 4", partial(scaling.measure, report, client, worker=worker,
+                                  iterations=plan.scaling))  # fmt: skip
     if 5 in parts:
-        cold_start.measure(report, client, worker=worker, iterations=plan.cold)
+        attempt("part 5 (in process)", partial(cold_start.measure, report, client,
+                                               worker=worker, iterations=plan.cold))  # fmt: skip
     report.rows.sort(key=lambda row: _SECTION_ORDER.index(row.section))
 
 

@@ -70,4 +70,9 @@ def render(report: Report) -> str:
         for target in report.targets:
             verdict = {True: "met", False: "MISSED", None: "not measured"}[target["met"]]
             text.append(f"  [{verdict}] {target['target']}: {target['measured']}")
+    errors = report.meta.get("errors") or []
+    if errors:
+        text.append("")
+        text.append("parts that failed (their rows are missing):")
+        text.extend(f"  {error}" for error in errors)
     return "\n".join(text)

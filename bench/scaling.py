@@ -39,41 +39,64 @@ def measure(
     scene = Scene(worker, runtime=runtime)
     try:
         with PooledWorker(scene, client) as pooled:
-            payload = event("bench-scaling")
             configs = [(n, (0, 0, n)) for n in ONE_SOURCE]
             configs += [(n, spread(n)) for n in THREE_SOURCES]
-            one = None
-            for n, (ent, team, project) in configs:
-
-                def cmds(k: int, tag: str) -> list[str]:
-                    return [f"{CAT.command} # {tag} {i}" for i in range(k)]
-
-                scene.set_hooks(
-                    enterprise=cmds(ent, "e"), team=cmds(team, "t"), project=cmds(project, "p")
-                )
-                sources = sum(1 for k in (ent, team, project) if k)
-
-                def once(expected: int = n) -> None:
-                    reply = pooled.worker.handle(payload)
-                    if reply.gated or reply.records < expected + 1:
-                        raise RuntimeError(f"scaling: {expected} hooks gave {reply}")
-
-                samples = time_calls(f"scaling {n}x{sources}", iterations, once, warmup=3)
-                row = report.add(
-                    Row(
-                        SECTION,
-                        CAT.name,
-                        mode_name(n, sources),
-                        runtime,
-                        samples,
-                        bare_key(CAT),
-                        note=f"enterprise {ent} / team {team} / project {project}",
-                    )
-                )
-                if one is None:
-                    one = row
-                ratio = row.summary.p50 / one.summary.p50
-                row.extra["ratio_to_one_hook_p50"] = round(ratio, 3)
-                row.note += f"; {ratio:.2f}x 1 hook"
+            first: Row | None = None
+            for n, counts in configs:
+                row = _measure_one(report, pooled, scene, n, counts, CAT.command, "",
+                                   iterations, runtime)  # fmt: skip
+                first = first or row
+                _relative(row, first)
+            # Hooks that wait rather than compute show what running a tier side by side
+            # gains: 16 hooks of 50 ms each, `max_parallel_hooks` (4) at a time.
+            first = None
+            for n in (1, 16):
+                row = _measure_one(report, pooled, scene, n, (0, 0, n), SLEEPER, " sleeping 50 ms",
+                                   max(2, iterations // 4), runtime)  # fmt: skip
+                first = first or row
+                _relative(row, first)
     finally:
         scene.close()
+
+
+#: a hook that waits 50 ms, then answers like `cat`
+SLEEPER = "sleep 0.05; cat"
+
+
+def _measure_one(
+    report: Report,
+    pooled: PooledWorker,
+    scene: Scene,
+    n: int,
+    counts: tuple[int, int, int],
+    command: str,
+    label: str,
+    iterations: int,
+    runtime: str,
+) -> Row:
+    ent, team, project = counts
+
+    def cmds(k: int, tag: str) -> list[str]:
+        return [f"{command} # {tag} {i}" for i in range(k)]
+
+    scene.set_hooks(enterprise=cmds(ent, "e"), team=cmds(team, "t"), project=cmds(project, "p"))
+    sources = sum(1 for k in counts if k)
+    payload = event("bench-scaling")
+
+    def once() -> None:
+        reply = pooled.worker.handle(payload)
+        if reply.gated or reply.records < n + 1:
+            raise RuntimeError(f"scaling: {n} hooks gave {reply}")
+
+    name = mode_name(n, sources) + label
+    samples = time_calls(f"scaling {name}", iterations, once, warmup=3)
+    return report.add(
+        Row(SECTION, CAT.name, name, runtime, samples, bare_key(CAT),
+            note=f"enterprise {ent} / team {team} / project {project}")
+    )  # fmt: skip
+
+
+def _relative(row: Row, first: Row) -> None:
+    ratio = row.summary.p50 / first.summary.p50
+    row.extra["ratio_to_one_hook_p50"] = round(ratio, 3)
+    row.note += f"; {ratio:.2f}x 1 hook"

@@ -59,7 +59,7 @@ def test_the_smoke_run_fills_every_section_and_writes_json_and_chart(
     for row in report["sections"]["throughput"]:
         assert row["extra"]["events_per_s"] > 0
         assert row["extra"]["peak_rss_mb"] > 0
-    assert len(report["sections"]["scaling"]) == 5
+    assert len(report["sections"]["scaling"]) == 7
     assert len(report["targets"]) == 6
     svg = (out / "bench.svg").read_text()
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg

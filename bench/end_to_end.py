@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 from bench.cases import CAT, EVENT
 from bench.daemon import DaemonProcess, cloudrunner_command, hook_env
@@ -55,6 +56,16 @@ def measure_daemon(
             note="process start + unix socket + warm session",
         )
     )
+    interpreter = [sys.executable, "-I", "-S", "-c", "pass"]
+
+    def interpreter_only() -> None:
+        subprocess.run(interpreter, check=True)
+
+    report.add(
+        Row(SECTION, CAT.name, "python start-up only", runtime,
+            time_calls("python -I -S -c pass", client_iterations, interpreter_only, warmup=3),
+            bare_key(CAT), note="the floor of any Python client: `python -I -S -c pass`")
+    )  # fmt: skip
     report.add(
         Row(
             SECTION,

@@ -34,11 +34,23 @@ def measure_daemon(
     argv = [*cloudrunner_command(), "hook", EVENT]
     env = hook_env(scene)
 
-    def hook_client() -> None:
-        proc = subprocess.run(argv, input=payload, capture_output=True, env=env, check=False)
+    # The same client without pip's console script, whose template imports `re` (with enum,
+    # functools, ...) before cloudrunner's code runs: what a leaner launcher would save.
+    direct = [sys.executable, "-I", "-c",
+              "import sys; from cloudrunner.cli import main; sys.exit(main(sys.argv[1:]))",
+              "hook", EVENT]  # fmt: skip
+
+    def client(command: list[str] = argv) -> None:
+        proc = subprocess.run(command, input=payload, capture_output=True, env=env, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"cloudrunner hook failed: {proc.stderr.decode()[-400:]}")
         _check(proc.stdout, "cloudrunner hook")
+
+    def hook_client() -> None:
+        client(argv)
+
+    def hook_client_direct() -> None:
+        client(direct)
 
     def http_request() -> None:
         status, answer = daemon.post(f"/v1/events/{EVENT}", payload)
@@ -56,6 +68,12 @@ def measure_daemon(
             note="process start + unix socket + warm session",
         )
     )
+    report.add(
+        Row(SECTION, CAT.name, "hook client, no console script", runtime,
+            time_calls("python -I -c cloudrunner.cli hook", client_iterations,
+                       hook_client_direct, warmup=3),
+            bare_key(CAT), note="python -I -c 'from cloudrunner.cli import main; ...'")
+    )  # fmt: skip
     interpreter = [sys.executable, "-I", "-S", "-c", "pass"]
 
     def interpreter_only() -> None:

@@ -28,7 +28,7 @@ def evaluate(report: Report) -> list[dict[str, Any]]:
             return None
         d50 = session.summary.p50 - bare.summary.p50
         d99 = session.summary.p99 - bare.summary.p99
-        return d50 <= 3 and d99 <= 10, f"+{d50:.2f} ms at p50, +{d99:.2f} ms at p99"
+        return d50 <= 3 and d99 <= 10, f"{d50:+.2f} ms at p50, {d99:+.2f} ms at p99"
 
     def hook_vs_docker() -> tuple[bool, str] | None:
         hook = _row(report, "sandbox/cat/hook/runc")

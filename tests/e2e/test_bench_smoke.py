@@ -54,6 +54,7 @@ def test_the_smoke_run_fills_every_section_and_writes_json_and_chart(
         assert {(case, m) for m in ("bare", "docker run", "hook", "session")} <= modes
     assert {r["mode"] for r in report["sections"]["end_to_end"]} >= {
         "hook client, daemon up",
+        "hook client, no console script",
         "cloudrunner run (in-process)",
     }
     for row in report["sections"]["throughput"]:

@@ -2,12 +2,42 @@
 
 Started as the container's PID 1 (so orphaned hook processes are re-parented to it and can
 be found and killed) with the container's stdin/stdout as its framed channel to the host
-(see `framing`). For every "run" request it forks a child that:
+(see `framing`). For every "run" request it starts `/bin/sh -c COMMAND`:
 
-- starts its own session and process group (so the whole hook can be killed at once),
-- takes the request's stdin/stdout/stderr pipes and per-process rlimits,
-- drops to the hook's unprivileged uid/gid with no supplementary groups,
-- changes to the request's directory and execs `/bin/sh -c COMMAND`.
+- in its own session and process group (so the whole hook can be killed at once),
+- with the request's stdin/stdout/stderr pipes and per-process rlimits,
+- as the hook's unprivileged uid/gid with no supplementary groups,
+- in the request's directory.
+
+How it starts the hook matters for speed: `fork()` of a Python process costs 1-5 ms here
+(the page tables are copied, and every page the child touches before `exec` faults), most
+of a warm hook's overhead. So the agent uses `posix_spawn` (glibc: `clone(CLONE_VFORK)`,
+no copy) wherever it can get the same result without running Python in the child:
+
+- uid/gid: the agent itself switches to the hook's real and effective uid/gid, keeping
+  0 as its *saved* uid/gid, spawns, and switches back (allowed by the saved id 0; its
+  effective capabilities return with euid 0). The `exec` sets the hook's saved ids to its
+  effective ones and, as the uids are non-zero, clears every capability. The working
+  directory is entered in the same window, so it is checked with the hook's permissions.
+  While the window is open a hook of that uid could signal the agent, but the kernel
+  delivers to a namespace's PID 1 only signals it has a handler for: SIGCHLD (a wake-up)
+  and nothing else, since SIGINT is ignored here. Ptrace needs the saved uid to match too.
+- RLIMIT_NOFILE, RLIMIT_FSIZE and RLIMIT_CORE are the same for every request of a
+  sandbox: the agent lowers its own hard limits to them on the first request (it needs
+  neither more files than that nor to write regular files), and the hook inherits them.
+- oom_score_adj (1000, so the memory limit kills the hook, not the agent) and the soft
+  RLIMIT_CPU (per request: its timeout + 2 s) are the agent's own for the moment of the
+  spawn, and put back right after it (raising the score, and moving a soft limit under
+  the hard one, need no privilege; lowering the score back to where it was does not
+  either). The hook's *hard* CPU limit stays the agent's (unlimited), so a hook could
+  raise its soft limit; the CPU limit is a second line only: the agent kills the hook's
+  group at its timeout, and the container's CPU quota bounds what it can burn. (Setting
+  it with prlimit() after the spawn would race: the vfork parent resumes before the
+  exec has committed the hook's credentials, so the call is refused.)
+
+A request whose nofile/fsize differ from what the agent holds (or asks for fewer files
+than the agent needs itself) is started the old way: `fork`, set everything up in the
+child, `exec`.
 
 The agent runs as uid 0 with only CAP_SETUID, CAP_SETGID (to drop to the hook's uid) and
 CAP_KILL (to kill the hook's processes, which belong to another uid) in its bounding set;
@@ -34,6 +64,8 @@ from typing import Any
 from cloudrunner.sandbox import framing
 
 _READ_CHUNK = 65536
+#: the agent keeps this many file descriptors for itself (4 pipes per running hook)
+_AGENT_MIN_NOFILE = 256
 #: how long to wait for a finished hook's pipes to close once its processes are killed
 _DRAIN_GRACE_S = 2.0
 _OOM_COUNTERS = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
@@ -71,11 +103,19 @@ def read_oom_kills() -> int | None:
     return None
 
 
+_HOMES: dict[int, str] = {}
+
+
 def home_of(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_dir
-    except KeyError:
-        return "/"
+    """The uid's home from the image's passwd ("/" without an entry); looked up once."""
+    home = _HOMES.get(uid)
+    if home is None:
+        try:
+            home = pwd.getpwuid(uid).pw_dir
+        except KeyError:
+            home = "/"
+        _HOMES[uid] = home
+    return home
 
 
 class Job:
@@ -114,6 +154,12 @@ class Agent:
         self.stdin_open = True
         self.base_env = {k: v for k, v in os.environ.items() if k != "HOME"}
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        #: (nofile, fsize) the agent's own hard limits were lowered to, for spawned hooks
+        self.held_limits: tuple[int, int] | None = None
+        self.can_spawn = hasattr(os, "posix_spawn") and os.getuid() == 0
+        #: the agent's own, put back after each spawn
+        self.cpu_limits = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
+        self.oom_score_adj = b"0"
 
     # -- channel ---------------------------------------------------------------
 
@@ -125,6 +171,20 @@ class Agent:
 
     def serve(self) -> int:
         signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        # No handler for SIGINT: as PID 1 nobody in the container can then send it (see above).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # The agent lends its soft CPU limit to each spawned hook for a moment; past it the
+        # kernel sends SIGXCPU, which must not end the agent (hooks get the default back).
+        signal.signal(signal.SIGXCPU, signal.SIG_IGN)
+        if self.can_spawn:
+            try:
+                os.setgroups([])  # spawned hooks inherit the agent's (empty) groups
+                self.cpu_limits = resource.getrlimit(resource.RLIMIT_CPU)
+                with open("/proc/self/oom_score_adj", "rb") as fh:
+                    self.oom_score_adj = fh.read().strip()
+            except OSError as exc:
+                _log(f"cannot spawn hooks, forking each: {exc}")
+                self.can_spawn = False
         signal.set_wakeup_fd(self.wake_w)
         self.poller.register(self.in_fd, select.POLLIN)
         self.poller.register(self.wake_r, select.POLLIN)
@@ -199,32 +259,30 @@ class Agent:
         if problem:
             self.send(_result(meta.get("id"), "spawn_error", None, problem, 0.0))
             return
+        held = self.held_limits
+        if held is not None and (meta["nofile"] > held[0] or meta["fsize"] > held[1]):
+            message = (
+                f"this agent holds nofile {held[0]} and fsize {held[1]} for its hooks "
+                "(the sandbox's limits); a request cannot raise them"
+            )
+            self.send(_result(meta["id"], "spawn_error", None, message, 0.0))
+            return
         job = Job(meta, frame.body)
         self.hook_uids.add(meta["uid"])
-        fds = [os.pipe2(os.O_CLOEXEC) for _ in range(4)]
-        (in_r, in_w), (out_r, out_w), (err_r, err_w), (st_r, st_w) = fds
+        (in_r, in_w), (out_r, out_w), (err_r, err_w) = (os.pipe2(os.O_CLOEXEC) for _ in range(3))
         env = dict(self.base_env)
         env["HOME"] = home_of(meta["uid"])
         env.update({str(k): str(v) for k, v in meta["env"].items()})
-        pid = os.fork()
-        if pid == 0:
-            _child(meta, env, in_r, out_w, err_w, st_w)
-        for fd in (in_r, out_w, err_w, st_w):
+        if self._holds_limits(meta):
+            pid, failure = self._spawn(meta, env, in_r, out_w, err_w)
+        else:
+            pid, failure = _fork(meta, env, in_r, out_w, err_w)
+        for fd in (in_r, out_w, err_w):
             os.close(fd)
-        # The status pipe closes on a successful exec (close-on-exec) or carries the failure.
-        failure = b""
-        while True:
-            chunk = os.read(st_r, 4096)
-            if not chunk:
-                break
-            failure += chunk
-        os.close(st_r)
         if failure:
-            os.waitpid(pid, 0)
             for fd in (in_w, out_r, err_r):
                 os.close(fd)
-            message = failure.decode("utf-8", "replace")
-            self.send(_result(job.id, "spawn_error", None, message, 0.0))
+            self.send(_result(job.id, "spawn_error", None, failure, 0.0))
             return
         job.pid = pid
         self.jobs[job.id] = job
@@ -241,6 +299,81 @@ class Agent:
             self.poller.register(in_w, select.POLLOUT)
         else:
             os.close(in_w)
+
+    def _holds_limits(self, meta: dict[str, Any]) -> bool:
+        """Whether the agent's own nofile/fsize/core hard limits are the request's (lowering
+        them on the first request), so a spawned hook inherits them."""
+        if not self.can_spawn:
+            return False
+        wanted = (meta["nofile"], meta["fsize"])
+        if self.held_limits is None:
+            if meta["nofile"] < _AGENT_MIN_NOFILE:
+                return False
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (wanted[0], wanted[0]))
+                resource.setrlimit(resource.RLIMIT_FSIZE, (wanted[1], wanted[1]))
+                resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            except (OSError, ValueError) as exc:
+                _log(f"cannot hold the hooks' rlimits, forking each hook: {exc}")
+                self.can_spawn = False
+                return False
+            self.held_limits = wanted
+        return self.held_limits == wanted
+
+    def _spawn(
+        self, meta: dict[str, Any], env: dict[str, str], in_r: int, out_w: int, err_w: int
+    ) -> tuple[int, str]:
+        """posix_spawn the hook under its uid/gid (see the module docstring); (pid, "") or
+        (0, why it could not start)."""
+        uid, gid = meta["uid"], meta["gid"]
+        cpu = int(meta["timeout_s"]) + 2
+        step = "oom_score_adj"
+        try:
+            # Inherited by the new process from its first instruction; the agent's own are
+            # restored right after the spawn.
+            _write_oom_score_adj(b"1000")
+            step = "rlimits"
+            hard = self.cpu_limits[1]
+            soft = cpu if hard == resource.RLIM_INFINITY else min(cpu, hard)
+            resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+            step = f"drop to uid {uid} gid {gid}"
+            os.setresgid(gid, gid, 0)
+            os.setresuid(uid, uid, 0)
+            step = "working directory {}".format(meta["cwd"])
+            os.chdir(meta["cwd"])
+            step = "exec /bin/sh"
+            pid = os.posix_spawn(
+                "/bin/sh",
+                ["/bin/sh", "-c", meta["command"]],
+                env,
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, in_r, 0),
+                    (os.POSIX_SPAWN_DUP2, out_w, 1),
+                    (os.POSIX_SPAWN_DUP2, err_w, 2),
+                ],
+                setsid=True,
+                # An ignored signal stays ignored across exec: Python ignores SIGPIPE (`yes |
+                # head` style hooks rely on the default), the agent SIGXCPU (see serve).
+                setsigdef=(signal.SIGPIPE, signal.SIGXCPU),
+            )
+            return pid, ""
+        except OSError as exc:
+            return 0, f"{step}: {exc}"
+        finally:
+            self._restore()
+
+    def _restore(self) -> None:
+        """The agent's own uid, gid, directory, CPU limit and OOM score, as before a spawn;
+        an agent that cannot get them back is no longer safe to run."""
+        try:
+            os.setresuid(0, 0, 0)
+            os.setresgid(0, 0, 0)
+            os.chdir("/")
+            resource.setrlimit(resource.RLIMIT_CPU, self.cpu_limits)
+            _write_oom_score_adj(self.oom_score_adj)
+        except (OSError, ValueError) as exc:
+            _log(f"cannot restore the agent's own state after starting a hook, exiting: {exc}")
+            os._exit(3)
 
     # -- running hooks ---------------------------------------------------------
 
@@ -493,6 +626,38 @@ def _descends_from(pid: int, roots: set[int], table: dict[int, tuple[int, int, i
     return False
 
 
+def _write_oom_score_adj(value: bytes) -> None:
+    fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+    try:
+        os.write(fd, value)
+    finally:
+        os.close(fd)
+
+
+def _fork(
+    meta: dict[str, Any], env: dict[str, str], in_r: int, out_w: int, err_w: int
+) -> tuple[int, str]:
+    """Fork a child that sets everything up itself and execs the hook: (pid, "") or (0, why
+    it could not start). Slower than a spawn; used where a spawn cannot do the same."""
+    st_r, st_w = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:
+        _child(meta, env, in_r, out_w, err_w, st_w)
+    os.close(st_w)
+    # The status pipe closes on a successful exec (close-on-exec) or carries the failure.
+    failure = b""
+    while True:
+        chunk = os.read(st_r, 4096)
+        if not chunk:
+            break
+        failure += chunk
+    os.close(st_r)
+    if failure:
+        os.waitpid(pid, 0)
+        return 0, failure.decode("utf-8", "replace")
+    return pid, ""
+
+
 def _child(
     meta: dict[str, Any], env: dict[str, str], in_r: int, out_w: int, err_w: int, st_w: int
 ) -> None:
@@ -501,8 +666,10 @@ def _child(
     try:
         step = "reset signals"
         # Caught signals go back to default at exec by themselves; an ignored one stays
-        # ignored, and Python ignores SIGPIPE, which `yes | head` style hooks rely on.
+        # ignored: Python ignores SIGPIPE, which `yes | head` style hooks rely on, and the
+        # agent SIGXCPU.
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        signal.signal(signal.SIGXCPU, signal.SIG_DFL)
         step = "setsid"
         os.setsid()
         step = "redirect stdio"

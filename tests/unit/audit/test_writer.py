@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,26 @@ def test_fields_may_not_set_what_the_writer_owns(tmp_path: Path, key: str) -> No
 def test_an_unknown_fsync_policy_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="sometimes"):
         AuditWriter(tmp_path / "audit.log", fsync="sometimes")
+
+
+def test_fsync_always_syncs_an_events_records_once_after_the_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "audit.log"
+    synced_sizes: list[int] = []
+    real = os.fdatasync
+
+    def counting(fd: int) -> None:
+        synced_sizes.append(os.fstat(fd).st_size)
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", counting)
+    with AuditWriter(log, fsync="always") as writer:
+        writer.append_many([("hook", {"i": i}) for i in range(5)])
+        assert synced_sizes == [log.stat().st_size]  # one sync, with all five written
+        writer.append("decision", {"i": 5})
+        assert len(synced_sizes) == 2
+    assert verify_log(log).records == 6
 
 
 @pytest.mark.parametrize("policy", ["always", "interval", "never"])

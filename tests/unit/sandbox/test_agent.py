@@ -185,7 +185,53 @@ def test_closing_the_channel_ends_the_agent_and_its_hooks(agent: AgentProcess) -
     assert agent.close() == 0
 
 
-def test_hooks_get_default_sigpipe_not_the_agents_ignored_one(agent: AgentProcess) -> None:
-    frame = agent.run("grep ^SigIgn /proc/self/status")
+@pytest.mark.parametrize("nofile", [256, 64])  # spawned, forked
+def test_hooks_get_default_sigpipe_and_sigxcpu_not_the_agents_ignored_ones(
+    agent: AgentProcess, nofile: int
+) -> None:
+    frame = agent.run("grep ^SigIgn /proc/self/status", nofile=nofile)
     ignored = int(out(frame).split()[1], 16)
     assert not ignored & (1 << 12)  # SIGPIPE is signal 13
+    assert not ignored & (1 << 23)  # SIGXCPU is signal 24
+
+
+def limits_of(frame: framing.Frame) -> dict[str, str]:
+    """`cat /proc/self/limits` as {name: soft limit}."""
+    rows = out(frame).decode().splitlines()[1:]
+    return {row[:26].strip(): row[26:47].strip() for row in rows}
+
+
+@pytest.mark.parametrize(
+    ("nofile", "path"), [(256, "spawned (vfork)"), (64, "forked: fewer files than the agent needs")]
+)
+def test_both_ways_of_starting_a_hook_apply_every_limit(
+    agent: AgentProcess, nofile: int, path: str
+) -> None:
+    frame = agent.run(
+        "cat /proc/self/limits; cat /proc/self/oom_score_adj; id -u; id -G",
+        nofile=nofile,
+        timeout_s=7.0,
+    )
+    assert frame.meta["outcome"] == "ok", frame.meta["message"]
+    limits = limits_of(frame)
+    assert limits["Max open files"] == str(nofile), path
+    assert limits["Max file size"] == str(1 << 20)
+    assert limits["Max core file size"] == "0"
+    assert limits["Max cpu time"] == "9"  # the timeout + 2 s (soft)
+    assert out(frame).decode().split()[-3:] == ["1000", str(HOOK_UID), str(HOOK_UID)]
+
+
+def test_the_agent_is_root_again_after_each_spawn(agent: AgentProcess) -> None:
+    first = agent.run("id -u; id -g", uid=HOOK_UID, gid=HOOK_UID)
+    second = agent.run("id -u; id -g", uid=HOOK_UID + 1, gid=HOOK_UID + 2)
+    assert out(first).split() == [b"10001", b"10001"]
+    # only an agent that got uid 0 back could switch to another hook uid
+    assert out(second).split() == [b"10002", b"10003"]
+
+
+def test_a_request_cannot_raise_the_limits_the_agent_holds(agent: AgentProcess) -> None:
+    assert agent.run("true").meta["outcome"] == "ok"  # holds nofile 256, fsize 1 MiB now
+    frame = agent.run("true", nofile=4096)
+    assert frame.meta["outcome"] == "spawn_error"
+    assert "cannot raise" in frame.meta["message"]
+    assert agent.run("true", fsize=1 << 19).meta["outcome"] == "ok"  # lower is fine

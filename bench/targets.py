@@ -1,0 +1,77 @@
+"""The DESIGN.md performance targets, checked against a run's rows (reported, never asserted)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bench.results import Report, Row
+
+
+def _row(report: Report, key: str) -> Row | None:
+    row = report.row(key)
+    return row if row is not None and row.samples_ms else None
+
+
+def evaluate(report: Report) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+
+    def target(name: str, check: Callable[[], tuple[bool, str] | None]) -> None:
+        found = check()
+        met, measured = found if found is not None else (None, "not measured in this run")
+        out.append({"target": name, "met": met, "measured": measured})
+
+    def session_overhead() -> tuple[bool, str] | None:
+        bare = _row(report, "sandbox/cat/bare/host")
+        session = _row(report, "sandbox/cat/session/runc")
+        if bare is None or session is None:
+            return None
+        d50 = session.summary.p50 - bare.summary.p50
+        d99 = session.summary.p99 - bare.summary.p99
+        return d50 <= 3 and d99 <= 10, f"{d50:+.2f} ms at p50, {d99:+.2f} ms at p99"
+
+    def hook_vs_docker() -> tuple[bool, str] | None:
+        hook = _row(report, "sandbox/cat/hook/runc")
+        plain = _row(report, "sandbox/cat/docker run/runc")
+        if hook is None or plain is None:
+            return None
+        r = hook.summary.p50 / plain.summary.p50
+        return r <= 1.2, f"{r:.2f}x a plain docker run at p50"
+
+    def client() -> tuple[bool, str] | None:
+        row = _row(report, "end_to_end/cat/hook client, daemon up/runc")
+        if row is None:
+            return None
+        return row.summary.p50 < 25, f"{row.summary.p50:.2f} ms p50"
+
+    def rate() -> tuple[bool, str] | None:
+        row = report.row("throughput/cat/8 sessions/runc")
+        if row is None:
+            return None
+        value = float(row.extra["events_per_s"])
+        return value >= 300, f"{value:.0f} events/s"
+
+    def sixteen() -> tuple[bool, str] | None:
+        one = _row(report, "scaling/cat/1 hook, 1 source/runc")
+        many = _row(report, "scaling/cat/16 hooks, 1 source/runc")
+        if one is None or many is None:
+            return None
+        r = many.summary.p50 / one.summary.p50
+        return r < 2, f"{r:.2f}x one hook at p50"
+
+    def memory() -> tuple[bool, str] | None:
+        row = report.row("throughput/cat/8 sessions/runc")
+        if row is None:
+            return None
+        value = float(row.extra["peak_rss_mb"])
+        return value < 100, f"{value:.1f} MB peak RSS of the daemon"
+
+    target(
+        "session mode, trivial hook: <= 3 ms over bare at p50, <= 10 ms at p99", session_overhead
+    )
+    target("hook mode within 1.2x of a plain docker run (p50)", hook_vs_docker)
+    target("per-event client under 25 ms p50 with the daemon up", client)
+    target(">= 300 trivial events/s over 8 concurrent sessions", rate)
+    target("16 hooks in one source cost under 2x one hook (session mode, p50)", sixteen)
+    target("worker resident memory under 100 MB with 8 warm sessions", memory)
+    return out

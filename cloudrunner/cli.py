@@ -53,6 +53,7 @@ def _add_audit(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     v = asub.add_parser("verify", help="check the hash chain of an audit log and its rotated files")
     audit_command.add_verify_arguments(v)
     v.set_defaults(handler=audit_command.verify_command)
+    audit_command.add_reading_commands(asub)
 
 
 def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -56,6 +56,16 @@ def _add_audit(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     audit_command.add_reading_commands(asub)
 
 
+def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from cloudrunner import replay
+
+    p = sub.add_parser(
+        "replay",
+        help="run a recorded or hand-written event stream against a repository, report divergences",
+    )
+    replay.add_arguments(p)
+
+
 def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from cloudrunner import run_command
 
@@ -121,6 +131,7 @@ _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
     _add_validate,
     _add_audit,
     _add_sandbox,
+    _add_replay,
 ]
 
 

@@ -144,7 +144,14 @@ class RecordFilter:
             return None
 
         def accept(raw: bytes) -> bool:
-            return all(any(p in raw for p in group) for group in groups)
+            # plain loops: this runs once per line of the log
+            for group in groups:
+                for spelled in group:
+                    if spelled in raw:
+                        break
+                else:
+                    return False
+            return True
 
         return accept
 

@@ -48,8 +48,9 @@ class HookStats:
     def add(self, outcome: str, duration: object) -> None:
         self.runs += 1
         self.outcomes[outcome] += 1
-        if isinstance(duration, int | float) and not isinstance(duration, bool):
-            self.durations.append(float(duration))
+        kind = type(duration)
+        if kind is float or kind is int:
+            self.durations.append(duration)  # type: ignore[arg-type]
 
     def summary(self) -> dict[str, Any]:
         ordered = array("d", sorted(self.durations))
@@ -108,38 +109,41 @@ class Stats:
     last_time: str | None = None
 
     def add(self, record: Mapping[str, Any]) -> None:
+        # Once per record of the log: locals and dict lookups, no helpers.
         self.records += 1
-        kind = str(record.get("kind"))
-        self.kinds[kind] += 1
-        moment = record.get("time")
-        if isinstance(moment, str):
+        get = record.get
+        kind = str(get("kind"))
+        kinds = self.kinds
+        kinds[kind] = kinds.get(kind, 0) + 1
+        moment = get("time")
+        if type(moment) is str:
             if self.first_time is None or moment < self.first_time:
                 self.first_time = moment
             if self.last_time is None or moment > self.last_time:
                 self.last_time = moment
-        event = str(record.get("event") or "")
+        event = get("event") or ""
         if kind == "hook":
-            source = str(record.get("source") or "")
-            outcome = str(record.get("outcome") or "")
-            key = (event, source, str(record.get("command") or ""))
+            source = get("source") or ""
+            outcome = get("outcome") or ""
+            key = (str(event), str(source), str(get("command") or ""))
             hook = self.hooks.get(key)
             if hook is None:
                 hook = self.hooks[key] = HookStats()
-            hook.add(outcome, record.get("duration_ms"))
+            hook.add(str(outcome), get("duration_ms"))
             per_source = self.sources.get(source)
             if per_source is None:
-                per_source = self.sources[source] = Counter()
+                per_source = self.sources[str(source)] = Counter()
             per_source[outcome] += 1
-        elif kind in ("decision", "gated", "refused"):
+        elif kind == "decision" or kind == "gated" or kind == "refused":
             stats = self.events.get(event)
             if stats is None:
-                stats = self.events[event] = EventStats()
+                stats = self.events[str(event)] = EventStats()
             if kind == "gated":
                 stats.gated += 1
             elif kind == "refused":
                 stats.refused += 1
             else:
-                label = decision_label(record.get("decision")) or "none"
+                label = decision_label(get("decision")) or "none"
                 stats.decisions[label] += 1
                 if label in BLOCKING_LABELS:
                     command = _blocked_command(record)

@@ -132,6 +132,9 @@ payload = { command = "ls", cwd = "{workspace}" }
 expected = { permission = "deny" }
 """
     )
+    shipped = replay(deployed, deployed.root / "src" / ".cursor" / "hook-tests.toml", "shipped")
+    assert shipped.returncode == 0, shipped.stdout + shipped.stderr
+    assert "replay: 3 events, 3 match, 0 diverged" in shipped.stdout
     result = replay(deployed, tests, "replay-toml")
     out = result.stdout
     assert result.returncode == 1, out + result.stderr

@@ -276,6 +276,8 @@ def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
 def _stats_file(path: Path, is_live: bool, *, chosen: RecordFilter) -> tuple[Stats, list[str]]:
     warnings: list[str] = []
     entries = read_file(path, warnings.append, accept=chosen.accept(), is_live=is_live)
+    if chosen.empty:
+        return collect(entries), warnings
     return collect(e for e in entries if chosen.matches(e.record)), warnings
 
 

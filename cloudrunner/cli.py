@@ -56,6 +56,17 @@ def _add_audit(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     v = asub.add_parser("verify", help="check the hash chain of an audit log and its rotated files")
     audit_command.add_verify_arguments(v)
     v.set_defaults(handler=audit_command.verify_command)
+    audit_command.add_reading_commands(asub)
+
+
+def _add_replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from cloudrunner import replay
+
+    p = sub.add_parser(
+        "replay",
+        help="run a recorded or hand-written event stream against a repository, report divergences",
+    )
+    replay.add_arguments(p)
 
 
 def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -155,6 +166,7 @@ _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
     _add_validate,
     _add_audit,
     _add_sandbox,
+    _add_replay,
 ]
 
 

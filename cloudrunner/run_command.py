@@ -37,6 +37,14 @@ SETTINGS_FLAGS: dict[str, tuple[str, dict[str, object]]] = {
         "workspace.path",
         {"type": Path, "metavar": "DIR", "help": "adopt this checkout (or clone --repo into it)"},
     ),
+    "--record": (
+        "audit.record_path",
+        {
+            "type": Path,
+            "metavar": "FILE",
+            "help": "also append each answered event to this replayable event stream",
+        },
+    ),
 }
 
 

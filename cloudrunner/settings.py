@@ -84,6 +84,13 @@ class AuditSettings(_Section):
     """store prompt text, file contents and tool outputs instead of sha256 + length"""
     excerpt_bytes: int = Field(default=2048, ge=0, le=1024 * 1024)
     """how much of a hook's stdout/stderr an audit record keeps"""
+    record_path: Path | None = None
+    """also append every answered event (payload, answer, commit, hooks) to this replayable
+    event stream for `cloudrunner replay`, secrets redacted as in the audit log; empty: none"""
+    record_payload_text: bool = True
+    """keep payload text (prompts, file contents, tool output) in the event stream so events
+    replay as they came; false: sha256 and length as in the audit log (such events are
+    refused when replayed)"""
 
 
 class ServerSettings(_Section):
@@ -191,6 +198,7 @@ ENV_KEYS: dict[str, str] = {
     "CLOUDRUNNER_USE_ENVIRONMENT_JSON": "workspace.use_environment_json",
     "CLOUDRUNNER_AUDIT_LOG": "audit.path",
     "CLOUDRUNNER_AUDIT_FSYNC": "audit.fsync",
+    "CLOUDRUNNER_RECORD": "audit.record_path",
     "CLOUDRUNNER_ISOLATION": "sandbox.isolation",
     "CLOUDRUNNER_RUNTIME": "sandbox.runtime",
     "CLOUDRUNNER_IMAGE": "sandbox.image",

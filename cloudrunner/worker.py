@@ -25,7 +25,7 @@ import docker
 import docker.errors
 
 from cloudrunner import environment as project_environment
-from cloudrunner import gate, workspace
+from cloudrunner import gate, recording, workspace
 from cloudrunner.audit import AuditWriter, RecordKind, TornAcknowledgement
 from cloudrunner.closing import ClosesOnExit
 from cloudrunner.errors import CloudrunnerError
@@ -220,6 +220,7 @@ class Worker(ClosesOnExit):
             ),
         ]
         self.audit.append_many(records)
+        recording.record_event(self.settings, records)
         return EventReply(
             merged.answer,
             gated=False,

@@ -1,4 +1,5 @@
-"""`cloudrunner audit verify FILE`: the command-line face of `verify_log`."""
+"""`cloudrunner audit ...`: verify (the command-line face of `verify_log`) here, and the
+reading commands (query, stats, tail, export) wired to the modules that hold them."""
 
 from __future__ import annotations
 
@@ -9,11 +10,30 @@ from cloudrunner.audit.verify import VerifyReport, verify_log
 from cloudrunner.errors import ExitCode
 
 
+def add_reading_commands(asub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from cloudrunner.audit import export, query, stats, tail
+
+    q = asub.add_parser("query", help="the records that match filters, as a table or JSON lines")
+    query.add_query_arguments(q)
+    q.set_defaults(handler=query.query_command)
+    s = asub.add_parser("stats", help="counts, decisions, durations, failures per event and hook")
+    stats.add_stats_arguments(s)
+    s.set_defaults(handler=stats.stats_command)
+    t = asub.add_parser("tail", help="the last records, and with -f new ones across rotation")
+    tail.add_tail_arguments(t)
+    t.set_defaults(handler=tail.tail_command)
+    e = asub.add_parser("export", help="one JSON lines stream for a log pipeline, chain kept")
+    export.add_export_arguments(e)
+    e.set_defaults(handler=export.export_command)
+
+
 def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "file",
+        "files",
         metavar="FILE",
-        help="the live audit log; its rotated files FILE.1, FILE.2, ... are checked with it",
+        nargs="+",
+        help="a live audit log; its rotated files FILE.1, FILE.2(.gz), ... are checked with "
+        "it as one chain; several FILEs are checked one by one",
     )
     parser.add_argument(
         "--format",
@@ -24,12 +44,16 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def verify_command(args: argparse.Namespace) -> int:
-    report = verify_log(args.file)
+    reports = [verify_log(file) for file in args.files]
+    ok = all(report.ok for report in reports)
     if args.format == "json":
-        print(json.dumps(report.as_json(), indent=2))
+        if len(reports) == 1:
+            print(json.dumps(reports[0].as_json(), indent=2))
+        else:
+            print(json.dumps({"ok": ok, "logs": [r.as_json() for r in reports]}, indent=2))
     else:
-        print(render_text(report))
-    return ExitCode.OK if report.ok else ExitCode.FINDINGS
+        print("\n".join(render_text(report) for report in reports))
+    return ExitCode.OK if ok else ExitCode.FINDINGS
 
 
 def render_text(report: VerifyReport) -> str:
@@ -53,7 +77,18 @@ def render_text(report: VerifyReport) -> str:
         out.append(f"audit log OK: {files}: {span}{torn}")
         if report.last_hash is not None:
             out.append(f"last hash: {report.last_hash}")
+    elif report.verdict == "truncated":
+        out.append(
+            f"audit log TRUNCATED: {files}: the last record was cut short, most likely by a "
+            f"crash mid-write (not tampering); {span}"
+        )
     else:
         count = len(report.problems)
-        out.append(f"audit log BROKEN: {files}: {count} problem{'s' if count > 1 else ''}; {span}")
+        first = report.first_problem
+        assert first is not None
+        seq = f" (seq {first.seq})" if first.seq is not None else ""
+        out.append(
+            f"audit log BROKEN: {files}: {count} problem{'s' if count > 1 else ''}; {span}; "
+            f"first at {first.file}:{first.line}{seq}"
+        )
     return "\n".join(out)

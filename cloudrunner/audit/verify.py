@@ -24,8 +24,9 @@ from typing import Any
 from cloudrunner.audit.chain import GENESIS_HASH, record_hash
 from cloudrunner.audit.errors import AuditLogError
 from cloudrunner.audit.lines import parse_record
+from cloudrunner.audit.reader import check_readable, log_set, raw_lines, rotated_members
 from cloudrunner.audit.records import RecordKind
-from cloudrunner.audit.rotation import rotated_numbers, rotated_path
+from cloudrunner.audit.rotation import rotated_path
 
 
 @dataclass(frozen=True)
@@ -61,14 +62,36 @@ class VerifyReport:
     torn: list[TornLine] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the live file's last line, cut short and not acknowledged: most likely a writer that
+    #: crashed mid-write (also in `problems`, since the log does not verify until the next
+    #: append acknowledges it)
+    truncated: Problem | None = None
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
+    @property
+    def verdict(self) -> str:
+        """ok; truncated (the only problem is a torn last record: a crash, not tampering);
+        broken (anything else)."""
+        if not self.problems:
+            return "ok"
+        if self.problems == [self.truncated]:
+            return "truncated"
+        return "broken"
+
+    @property
+    def first_problem(self) -> Problem | None:
+        """The first broken spot in chain order (a missing rotated file comes first)."""
+        return self.problems[0] if self.problems else None
+
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["ok"] = self.ok
+        data["verdict"] = self.verdict
+        first = self.first_problem
+        data["first_problem"] = asdict(first) if first is not None else None
         return data
 
 
@@ -89,29 +112,13 @@ class _Anchor:
 
 
 def log_files(path: Path) -> list[Path]:
-    """The rotated set of `path`, oldest first, ending with `path` itself."""
-    numbers = rotated_numbers(path)
-    return [rotated_path(path, n) for n in reversed(numbers)] + [path]
+    """The rotated set of `path` (`FILE.N` or `FILE.N.gz`), oldest first, then `path`."""
+    return log_set(path)
 
 
 def _lines(path: Path) -> Iterator[_Line]:
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise AuditLogError(
-            f"cannot read audit log {path}: {exc.strerror or exc}; "
-            "check the path and its permissions"
-        ) from exc
-    with handle:
-        offset = 0
-        try:
-            for number, raw in enumerate(handle, start=1):
-                terminated = raw.endswith(b"\n")
-                data = raw[:-1] if terminated else raw
-                yield _Line(number, offset, data, terminated)
-                offset += len(raw)
-        except OSError as exc:
-            raise AuditLogError(f"cannot read audit log {path}: {exc.strerror or exc}") from exc
+    for number, offset, data, terminated in raw_lines(path):
+        yield _Line(number, offset, data, terminated)
 
 
 class _Verifier:
@@ -157,7 +164,8 @@ class _Verifier:
         for line in self.pending:
             torn = _torn_line(name, line, None)
             self.report.torn.append(torn)
-            if is_live and line is self.pending[-1] and not line.terminated:
+            tail = is_live and line is self.pending[-1] and not line.terminated
+            if tail:
                 what = (
                     "a torn record (a writer was interrupted mid-line) that is not "
                     "acknowledged yet; the next append acknowledges it"
@@ -167,6 +175,8 @@ class _Verifier:
             self.problem(
                 name, line.number, None, f"{len(line.data)} bytes at offset {line.offset}: {what}"
             )
+            if tail:
+                self.report.truncated = self.report.problems[-1]
         self.pending = []
 
     def check_record(self, name: str, line: _Line, record: dict[str, Any]) -> None:
@@ -280,13 +290,10 @@ def _acknowledges(record: dict[str, Any], lines: list[_Line]) -> bool:
 def verify_log(path: Path | str) -> VerifyReport:
     """Check the chain of `path` and its rotated files; raises AuditLogError if unreadable."""
     path = Path(path)
-    if path.is_dir():
-        raise AuditLogError(f"{path} is a directory, not an audit log; pass the log file")
-    if not path.exists():
-        raise AuditLogError(f"audit log {path} does not exist; check the path (--audit-log)")
+    check_readable(path)
     files = log_files(path)
     verifier = _Verifier()
-    numbers = rotated_numbers(path)
+    numbers = sorted(rotated_members(path))
     expected = list(range(1, len(numbers) + 1))
     if numbers != expected:
         missing = sorted(set(range(1, max(numbers) + 1)) - set(numbers))

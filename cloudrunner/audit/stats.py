@@ -1,0 +1,301 @@
+"""`cloudrunner audit stats`: what ran and what it decided, summed up in one pass.
+
+Per event: answers by decision label, gated and refused events. Per (event, source, hook
+command): runs by outcome, failures, timeouts, p50/p95/max duration. Per source: runs by
+outcome. And the commands blocked most often (from the `decision` records of shell and
+tool events). The log is streamed; only the counters and the durations are kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from cloudrunner.audit.filters import DECISION_LABELS, RecordFilter, decision_label
+from cloudrunner.audit.parallel import per_file, work_of
+from cloudrunner.audit.reader import Entry, expand, read_file
+from cloudrunner.errors import ExitCode
+
+#: outcomes that count as a failure of the hook (a block is a hook doing its job)
+FAILURE_OUTCOMES = frozenset(
+    {"error", "timeout", "invalid_output", "output_overflow", "oom", "sandbox_error"}
+)
+BLOCKING_LABELS = frozenset({"deny", "ask", "block"})
+
+
+def percentile(values: array[float], fraction: float) -> float | None:
+    """Nearest-rank percentile of sorted `values`."""
+    if not values:
+        return None
+    rank = max(1, -(-len(values) * fraction // 1))  # ceil(n * fraction), at least 1
+    return values[int(rank) - 1]
+
+
+@dataclass
+class HookStats:
+    runs: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    durations: array[float] = field(default_factory=lambda: array("d"))
+
+    def add(self, outcome: str, duration: object) -> None:
+        self.runs += 1
+        self.outcomes[outcome] += 1
+        kind = type(duration)
+        if kind is float or kind is int:
+            self.durations.append(duration)  # type: ignore[arg-type]
+
+    def summary(self) -> dict[str, Any]:
+        ordered = array("d", sorted(self.durations))
+        return {
+            "runs": self.runs,
+            "outcomes": dict(sorted(self.outcomes.items())),
+            "failures": sum(n for o, n in self.outcomes.items() if o in FAILURE_OUTCOMES),
+            "timeouts": self.outcomes.get("timeout", 0),
+            "blocked": self.outcomes.get("blocked", 0),
+            "duration_ms": {
+                "p50": percentile(ordered, 0.50),
+                "p95": percentile(ordered, 0.95),
+                "max": ordered[-1] if ordered else None,
+            },
+        }
+
+
+@dataclass
+class EventStats:
+    decisions: Counter[str] = field(default_factory=Counter)
+    gated: int = 0
+    refused: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        order = {label: n for n, label in enumerate(DECISION_LABELS)}
+        return {
+            "answered": sum(self.decisions.values()),
+            "decisions": dict(
+                sorted(self.decisions.items(), key=lambda kv: order.get(kv[0], len(order)))
+            ),
+            "gated": self.gated,
+            "refused": self.refused,
+        }
+
+
+def _blocked_command(record: Mapping[str, Any]) -> str | None:
+    payload = record.get("payload")
+    if not isinstance(payload, Mapping):
+        return None
+    command = payload.get("command")
+    if not isinstance(command, str):
+        tool_input = payload.get("tool_input")
+        command = tool_input.get("command") if isinstance(tool_input, Mapping) else None
+    return command if isinstance(command, str) else None
+
+
+@dataclass
+class Stats:
+    records: int = 0
+    kinds: Counter[str] = field(default_factory=Counter)
+    events: dict[str, EventStats] = field(default_factory=dict)
+    hooks: dict[tuple[str, str, str], HookStats] = field(default_factory=dict)
+    sources: dict[str, Counter[str]] = field(default_factory=dict)
+    blocked_commands: Counter[str] = field(default_factory=Counter)
+    first_time: str | None = None
+    last_time: str | None = None
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        # Once per record of the log: locals and dict lookups, no helpers.
+        self.records += 1
+        get = record.get
+        kind = str(get("kind"))
+        kinds = self.kinds
+        kinds[kind] = kinds.get(kind, 0) + 1
+        moment = get("time")
+        if type(moment) is str:
+            if self.first_time is None or moment < self.first_time:
+                self.first_time = moment
+            if self.last_time is None or moment > self.last_time:
+                self.last_time = moment
+        event = get("event") or ""
+        if kind == "hook":
+            source = get("source") or ""
+            outcome = get("outcome") or ""
+            key = (str(event), str(source), str(get("command") or ""))
+            hook = self.hooks.get(key)
+            if hook is None:
+                hook = self.hooks[key] = HookStats()
+            hook.add(str(outcome), get("duration_ms"))
+            per_source = self.sources.get(source)
+            if per_source is None:
+                per_source = self.sources[str(source)] = Counter()
+            per_source[outcome] += 1
+        elif kind == "decision" or kind == "gated" or kind == "refused":
+            stats = self.events.get(event)
+            if stats is None:
+                stats = self.events[str(event)] = EventStats()
+            if kind == "gated":
+                stats.gated += 1
+            elif kind == "refused":
+                stats.refused += 1
+            else:
+                label = decision_label(get("decision")) or "none"
+                stats.decisions[label] += 1
+                if label in BLOCKING_LABELS:
+                    command = _blocked_command(record)
+                    if command is not None:
+                        self.blocked_commands[command] += 1
+
+    def merge(self, other: Stats) -> None:
+        """Add `other`'s counts (a part of the log read elsewhere) to these."""
+        self.records += other.records
+        self.kinds.update(other.kinds)
+        for name, event in other.events.items():
+            mine = self.events.setdefault(name, EventStats())
+            mine.decisions.update(event.decisions)
+            mine.gated += event.gated
+            mine.refused += event.refused
+        for key, hook in other.hooks.items():
+            target = self.hooks.setdefault(key, HookStats())
+            target.runs += hook.runs
+            target.outcomes.update(hook.outcomes)
+            target.durations.extend(hook.durations)
+        for name, counts in other.sources.items():
+            self.sources.setdefault(name, Counter()).update(counts)
+        self.blocked_commands.update(other.blocked_commands)
+        for moment in (other.first_time, other.last_time):
+            if moment is not None:
+                if self.first_time is None or moment < self.first_time:
+                    self.first_time = moment
+                if self.last_time is None or moment > self.last_time:
+                    self.last_time = moment
+
+    def as_json(self, *, top: int = 10) -> dict[str, Any]:
+        return {
+            "records": self.records,
+            "first_time": self.first_time,
+            "last_time": self.last_time,
+            "kinds": dict(sorted(self.kinds.items())),
+            "events": {name: s.summary() for name, s in sorted(self.events.items())},
+            "hooks": [
+                {"event": e, "source": s, "command": c, **h.summary()}
+                for (e, s, c), h in sorted(self.hooks.items())
+            ],
+            "sources": {
+                name: {"runs": sum(c.values()), "outcomes": dict(sorted(c.items()))}
+                for name, c in sorted(self.sources.items())
+            },
+            "top_blocked_commands": [
+                {"command": command, "count": count}
+                for command, count in self.blocked_commands.most_common(top)
+            ],
+        }
+
+
+def collect(entries: Iterable[Entry]) -> Stats:
+    stats = Stats()
+    for entry in entries:
+        stats.add(entry.record)
+    return stats
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _table(rows: list[list[str]], right: frozenset[int] = frozenset()) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    out = []
+    for row in rows:
+        cells = [
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+            for i, cell in enumerate(row)
+        ]
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
+def render_text(data: Mapping[str, Any]) -> str:
+    out = [
+        f"{data['records']} records, {data['first_time'] or '-'} .. {data['last_time'] or '-'}",
+        "kinds: " + (", ".join(f"{k} {n}" for k, n in data["kinds"].items()) or "none"),
+        "",
+        "events",
+    ]
+    rows = [["EVENT", "ANSWERED", "DECISIONS", "GATED", "REFUSED"]]
+    for name, event in data["events"].items():
+        decisions = ", ".join(f"{k} {n}" for k, n in event["decisions"].items()) or "-"
+        rows.append(
+            [name, str(event["answered"]), decisions, str(event["gated"]), str(event["refused"])]
+        )
+    out += _table(rows, frozenset({1, 3, 4})) if len(rows) > 1 else ["  (none)"]
+    out += ["", "hooks"]
+    rows = [["EVENT", "SOURCE", "HOOK", "RUNS", "OUTCOMES", "FAIL", "TIMEOUT", "P50 MS",
+             "P95 MS", "MAX MS"]]  # fmt: skip
+    for hook in data["hooks"]:
+        outcomes = ", ".join(f"{k} {n}" for k, n in hook["outcomes"].items())
+        command = " ".join(hook["command"].split())
+        if len(command) > 48:
+            command = command[:47] + "…"
+        rows.append(
+            [
+                hook["event"], hook["source"], command, str(hook["runs"]), outcomes,
+                str(hook["failures"]), str(hook["timeouts"]), _ms(hook["duration_ms"]["p50"]),
+                _ms(hook["duration_ms"]["p95"]), _ms(hook["duration_ms"]["max"]),
+            ]
+        )  # fmt: skip
+    out += _table(rows, frozenset({3, 5, 6, 7, 8, 9})) if len(rows) > 1 else ["  (none)"]
+    out += ["", "sources"]
+    rows = [["SOURCE", "RUNS", "OUTCOMES"]]
+    for name, source in data["sources"].items():
+        outcomes = ", ".join(f"{k} {n}" for k, n in source["outcomes"].items())
+        rows.append([name, str(source["runs"]), outcomes])
+    out += _table(rows, frozenset({1})) if len(rows) > 1 else ["  (none)"]
+    out += ["", "top blocked commands"]
+    rows = [["COUNT", "COMMAND"]]
+    rows += [[str(b["count"]), b["command"]] for b in data["top_blocked_commands"]]
+    out += _table(rows, frozenset({0})) if len(rows) > 1 else ["  (none)"]
+    return "\n".join(out)
+
+
+def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
+    from cloudrunner.audit.query import add_jobs_argument, add_log_arguments
+
+    add_log_arguments(parser)
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--top", type=int, default=10, metavar="N", help="how many blocked commands to list"
+    )
+    add_jobs_argument(parser)
+
+
+def _stats_file(path: Path, is_live: bool, *, chosen: RecordFilter) -> tuple[Stats, list[str]]:
+    warnings: list[str] = []
+    entries = read_file(path, warnings.append, accept=chosen.accept(), is_live=is_live)
+    if chosen.empty:
+        return collect(entries), warnings
+    return collect(e for e in entries if chosen.matches(e.record)), warnings
+
+
+def stats_command(args: argparse.Namespace, out: IO[str] | None = None) -> int:
+    from cloudrunner.audit.filters import filter_from
+    from cloudrunner.audit.query import warn_stderr
+
+    stream = out or sys.stdout
+    task = functools.partial(_stats_file, chosen=filter_from(args))
+    # Counts do not depend on order: every file of every log is a task of its own.
+    stats = Stats()
+    for part, warnings in per_file(task, work_of(expand(args.files)), args.jobs):
+        for warning in warnings:
+            warn_stderr(warning)
+        stats.merge(part)
+    data = stats.as_json(top=args.top)
+    if args.format == "json":
+        stream.write(json.dumps(data, indent=2) + "\n")
+    else:
+        stream.write(render_text(data) + "\n")
+    return ExitCode.OK

@@ -13,8 +13,6 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import docker
 
@@ -172,7 +170,7 @@ class SessionPool(ClosesOnExit):
             return len(self._entries)
 
 
-class Borrowed:
+class Borrowed(ClosesOnExit):
     """A pooled sandbox lent for one event: `close()` gives it back instead of closing it."""
 
     def __init__(self, pool: SessionPool, sandbox: SessionSandbox, key: _Key) -> None:
@@ -192,17 +190,6 @@ class Borrowed:
         if not self._returned:
             self._returned = True
             self._pool._give_back(self._key, self._sandbox)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _key(spec: SandboxSpec) -> _Key:

@@ -36,6 +36,7 @@ RUN if python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then \
 COPY pyproject.toml build/wheelhous[e] /wheelhouse/
 COPY pyproject.toml README.md /src/
 COPY cloudrunner/ /src/cloudrunner/
+COPY launcher/ /src/launcher/
 RUN if ls /wheelhouse/*.whl >/dev/null 2>&1; then export PIP_NO_INDEX=1; fi \
  && /opt/cloudrunner/bin/pip install --no-cache-dir --find-links /wheelhouse /src \
  && /opt/cloudrunner/bin/cloudrunner --version

@@ -22,6 +22,8 @@ no copy) wherever it can get the same result without running Python in the child
   While the window is open a hook of that uid could signal the agent, but the kernel
   delivers to a namespace's PID 1 only signals it has a handler for: SIGCHLD (a wake-up)
   and nothing else, since SIGINT is ignored here. Ptrace needs the saved uid to match too.
+  gVisor does not shield PID 1 that way (a hook's `kill -9 -1` in the window ended the
+  agent), so under runsc the worker starts the agent with `main(spawn=False)`: fork only.
 - RLIMIT_NOFILE, RLIMIT_FSIZE and RLIMIT_CORE are the same for every request of a
   sandbox: the agent lowers its own hard limits to them on the first request (it needs
   neither more files than that nor to write regular files), and the hook inherits them.
@@ -140,7 +142,7 @@ class Job:
 
 
 class Agent:
-    def __init__(self, in_fd: int = 0, out_fd: int = 1) -> None:
+    def __init__(self, in_fd: int = 0, out_fd: int = 1, *, spawn: bool = True) -> None:
         self.in_fd = in_fd
         self.out_fd = out_fd
         self.decoder = framing.FrameDecoder()
@@ -156,7 +158,7 @@ class Agent:
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         #: (nofile, fsize) the agent's own hard limits were lowered to, for spawned hooks
         self.held_limits: tuple[int, int] | None = None
-        self.can_spawn = hasattr(os, "posix_spawn") and os.getuid() == 0
+        self.can_spawn = spawn and hasattr(os, "posix_spawn") and os.getuid() == 0
         #: the agent's own, put back after each spawn
         self.cpu_limits = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
         self.oom_score_adj = b"0"
@@ -705,11 +707,14 @@ def _child(
             os._exit(127)
 
 
-def main() -> int:
+def main(spawn: bool = True) -> int:
+    """`spawn=False`: fork every hook. For runtimes where PID 1 is not shielded from its
+    namespace's signals (gVisor): the spawn window, in which the agent has the hook's uid,
+    would let a hook's `kill -9 -1` end the agent."""
     if os.getpid() != 1:
         _log("warning: not PID 1; processes that escape a hook's group may be missed")
     try:
-        return Agent().serve()
+        return Agent(spawn=spawn).serve()
     except BrokenPipeError:
         return 0  # the host went away
 

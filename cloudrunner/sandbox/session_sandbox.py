@@ -30,16 +30,25 @@ from cloudrunner.sandbox.docker_stream import STDERR, STDOUT, StreamDemux
 from cloudrunner.sandbox.hook_container import HookContainerSandbox
 from cloudrunner.sandbox.prepared import PreparedSandbox
 
-#: how the container starts the agent: isolated mode (no PYTHON* variables, no user site),
-#: no site module (faster), no .pyc writes (the root is read-only anyway)
-AGENT_ARGV = [
-    "-I",
-    "-S",
-    "-B",
-    "-c",
-    f"import sys; sys.path.insert(0, {plan.AGENT_ROOT!r}); "
-    "from cloudrunner.sandbox.agent import main; raise SystemExit(main())",
-]
+#: runtimes whose kernel shields a namespace's PID 1 from the signals of its members, so
+#: the agent may posix_spawn hooks (see agent.py); elsewhere it forks each one
+SPAWN_RUNTIMES = frozenset({"runc"})
+
+
+def agent_argv(runtime: str) -> list[str]:
+    """How the container starts the agent: isolated mode (no PYTHON* variables, no user
+    site), no site module (faster), no .pyc writes (the root is read-only anyway)."""
+    spawn = runtime in SPAWN_RUNTIMES
+    return [
+        "-I",
+        "-S",
+        "-B",
+        "-c",
+        f"import sys; sys.path.insert(0, {plan.AGENT_ROOT!r}); "
+        f"from cloudrunner.sandbox.agent import main; raise SystemExit(main(spawn={spawn}))",
+    ]
+
+
 _OUTCOMES = {
     "ok": Outcome.OK,
     "error": Outcome.ERROR,
@@ -398,7 +407,7 @@ class SessionSandbox(PreparedSandbox):
             image=profile.image,
             runtime=profile.runtime,
             user="0:0",
-            command=AGENT_ARGV,
+            command=agent_argv(profile.runtime),
             entrypoint=["python3"],
             env={},
             working_dir="/",

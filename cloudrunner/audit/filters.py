@@ -90,15 +90,19 @@ class RecordFilter:
     def empty(self) -> bool:
         return self == RecordFilter()
 
-    def matches(self, record: Mapping[str, Any]) -> bool:
-        for key, wanted in (
+    def _exact(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """The record keys matched by exact value, with the values wanted (empty: any)."""
+        return (
             ("kind", self.kinds),
             ("session", self.sessions),
             ("conversation_id", self.conversations),
             ("event", self.events),
             ("source", self.sources),
             ("outcome", self.outcomes),
-        ):
+        )
+
+    def matches(self, record: Mapping[str, Any]) -> bool:
+        for key, wanted in self._exact():
             if wanted and record.get(key) not in wanted:
                 return False
         if self.commands:
@@ -120,14 +124,7 @@ class RecordFilter:
     def accept(self) -> Callable[[bytes], bool] | None:
         """A byte-level pre-filter: False only for lines that cannot match."""
         groups: list[tuple[bytes, ...]] = []
-        for key, wanted in (
-            ("kind", self.kinds),
-            ("session", self.sessions),
-            ("conversation_id", self.conversations),
-            ("event", self.events),
-            ("source", self.sources),
-            ("outcome", self.outcomes),
-        ):
+        for key, wanted in self._exact():
             if wanted:
                 groups.append(tuple(_spelled(key, value) for value in wanted))
         if self.commands:

@@ -15,6 +15,7 @@ file must not become a way to read (or hang on) something else on the worker's h
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import os
 import stat
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
-from cloudrunner.protocol.config import HookEntry, HooksFile, parse_hooks_file
+from cloudrunner.protocol.config import HookEntry, HooksFile, ParseResult, parse_hooks_file
 from cloudrunner.protocol.diagnostics import Diagnostic, error, info
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.profiles import Profile, SourceKind
@@ -228,6 +229,13 @@ def _filter(
     return hooks, notes
 
 
+@functools.lru_cache(maxsize=256)
+def _parsed(data: bytes, file: str) -> ParseResult:
+    """`parse_hooks_file`, once per file and content: a daemon reloads every source on every
+    event (spec: a changed file takes effect on the next event), and the result is frozen."""
+    return parse_hooks_file(data, file=file)
+
+
 def _load_file(
     kind: SourceKind,
     path: Path,
@@ -252,7 +260,7 @@ def _load_file(
             kind, path, working_dir, SourceStatus.BROKEN, None, None, {}, (note,), signature
         )
     digest = hashlib.sha256(data).hexdigest()
-    parsed = parse_hooks_file(data, file=file)
+    parsed = _parsed(data, file)
     diagnostics = list(parsed.diagnostics)
     if parsed.config is None:
         diagnostics.append(

@@ -248,7 +248,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         client reads the refusal instead of a connection reset."""
         left = min(self._unread, DISCARD_CAP)
         while left > 0:
-            chunk = self.rfile.read1(min(left, 1 << 20)) if hasattr(self.rfile, "read1") else b""
+            chunk = self.rfile.read1(min(left, 1 << 20))
             if not chunk:
                 break
             left -= len(chunk)

@@ -111,7 +111,7 @@ class Worker(ClosesOnExit):
         self._reaped = not reap
         self._pool = pool
         self._workspaces: dict[str, workspace.Workspace] = {}
-        self._environment_images: dict[tuple[str, str, str], str | None] = {}
+        self._environment_images: dict[tuple[str, str, str], str] = {}
         #: workspaces a probe found writable, with the gate generation it was under
         self._writable: dict[Path, int] = {}
         self._owns_audit = audit is None

@@ -211,7 +211,7 @@ class _AuditCursor:
             return []
         fresh = [
             entry.record
-            for entry in read_logs([self.path], lambda _m: None)
+            for entry in read_logs([self.path], lambda _m: None, exact=True)
             if entry.record["seq"] > self.last_seq
         ]
         if fresh:

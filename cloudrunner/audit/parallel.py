@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -31,7 +31,7 @@ def work_of(sets: list[list[Path]]) -> list[tuple[Path, bool]]:
 
 def per_file(
     task: Task[T], work: list[tuple[Path, bool]], jobs: int
-) -> Iterator[tuple[T, list[str]]]:
+) -> Generator[tuple[T, list[str]], None, None]:
     if jobs <= 1 or len(work) <= 1:
         for path, is_live in work:
             yield task(path, is_live)

@@ -8,8 +8,8 @@ exactly as written (canonical JSON, the chain fields included).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
-import io
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -18,7 +18,7 @@ from typing import IO, Any
 from cloudrunner.audit.filters import RecordFilter, add_filter_arguments, decision_label
 from cloudrunner.audit.parallel import default_jobs, per_file, work_of
 from cloudrunner.audit.reader import Entry, expand, read_file, read_logs
-from cloudrunner.errors import ExitCode
+from cloudrunner.errors import CloudrunnerError, ExitCode
 
 #: (heading, width, right-aligned)
 COLUMNS: tuple[tuple[str, int, bool], ...] = (
@@ -73,17 +73,24 @@ def table_row(record: dict[str, Any]) -> str:
     )
 
 
+def matching(entries: Iterable[Entry], chosen: RecordFilter, limit: int | None) -> Iterator[Entry]:
+    """The entries `chosen` matches, at most `limit`; reading stops at the `limit`-th."""
+    if limit == 0:
+        return
+    count = 0
+    for entry in entries:
+        if chosen.matches(entry.record):
+            yield entry
+            count += 1
+            if count == limit:
+                return
+
+
 def select(
     paths: list[Path], chosen: RecordFilter, *, warn: Any, limit: int | None = None
 ) -> Iterator[Entry]:
     """The matching entries of the logs at `paths`, in order, at most `limit` of them."""
-    count = 0
-    for entry in read_logs(paths, warn, accept=chosen.accept()):
-        if limit is not None and count >= limit:
-            return
-        if chosen.matches(entry.record):
-            count += 1
-            yield entry
+    return matching(read_logs(paths, warn, accept=chosen.accept()), chosen, limit)
 
 
 def write_entries(
@@ -138,36 +145,63 @@ def add_jobs_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: what a file's task hands back, in file order: ("row", text) or ("warning", message)
+Item = tuple[str, str]
+
+
 def _query_file(
-    path: Path, is_live: bool, *, chosen: RecordFilter, fmt: str
-) -> tuple[str, list[str]]:
-    warnings: list[str] = []
-    out = io.StringIO()
-    entries = (
-        entry
-        for entry in read_file(path, warnings.append, accept=chosen.accept(), is_live=is_live)
-        if chosen.matches(entry.record)
-    )
-    write_entries(entries, fmt, out, with_header=False)
-    return out.getvalue(), warnings
+    path: Path, is_live: bool, *, chosen: RecordFilter, fmt: str, limit: int | None
+) -> tuple[list[Item], list[str]]:
+    """The rows of one file and the warnings among them, in the order a single process
+    would print them; at most `limit` rows (no file needs more)."""
+    items: list[Item] = []
+
+    def warn(message: str) -> None:
+        items.append(("warning", message))
+
+    read = read_file(path, warn, accept=chosen.accept(), is_live=is_live)
+    for entry in matching(read, chosen, limit):
+        items.append(("row", _format(entry, fmt)))
+    return items, []
+
+
+def _format(entry: Entry, fmt: str) -> str:
+    if fmt == "json":
+        return entry.raw.decode("ascii", "replace")
+    return table_row(entry.record)
 
 
 def query_command(args: argparse.Namespace) -> int:
     from cloudrunner.audit.filters import filter_from
 
+    if args.limit is not None and args.limit < 0:
+        raise CloudrunnerError(f"--limit {args.limit}: give 0 or more records")
     chosen = filter_from(args)
     out = sys.stdout
     sets = expand(args.files)
-    if args.limit is not None or len(sets) > 1 or args.jobs <= 1:
-        # in order (several logs merged by time), or stopping early: one process
+    if len(sets) > 1 or args.jobs <= 1:
+        # several logs merged by time, or asked for one process
         entries = select(args.files, chosen, warn=warn_stderr, limit=args.limit)
         write_entries(entries, args.format, out)
         return ExitCode.OK
     if args.format == "table":
         out.write(header() + "\n")
-    task = functools.partial(_query_file, chosen=chosen, fmt=args.format)
-    for text, warnings in per_file(task, work_of(sets), args.jobs):
-        for warning in warnings:
-            warn_stderr(warning)
-        out.write(text)
+    # One set: its files are read in parallel and printed in file order. With --limit every
+    # file stops at the limit, and printing stops at the limit-th row overall (the pool is
+    # ended then, so files ahead of it are not read to the end).
+    task = functools.partial(_query_file, chosen=chosen, fmt=args.format, limit=args.limit)
+    remaining = args.limit
+    if remaining == 0:
+        return ExitCode.OK
+    with contextlib.closing(per_file(task, work_of(sets), args.jobs)) as parts:
+        for items, _warnings in parts:
+            for kind, text in items:
+                if kind == "warning":
+                    warn_stderr(text)
+                    continue
+                out.write(text + "\n")
+                if remaining is not None:
+                    remaining -= 1
+                    if remaining == 0:
+                        return ExitCode.OK
     return ExitCode.OK

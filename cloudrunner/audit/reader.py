@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, NamedTuple, cast
 
+import orjson
+
 from cloudrunner.audit.errors import AuditLogError
 
 Warn = Callable[[str], None]
@@ -101,16 +103,12 @@ def open_log(path: Path) -> IO[bytes]:
     return handle
 
 
-def raw_lines(path: Path) -> Iterator[tuple[int, int, bytes, bool]]:
-    """(line number, byte offset, line without newline, terminated) of one file."""
+def _lines(path: Path) -> Iterator[bytes]:
+    """The lines of one file as read, newline included (the file's own iterator: one
+    generator step per line, nothing else, because `stats` reads a million of them)."""
     handle = open_log(path)
     try:
-        offset = 0
-        for number, raw in enumerate(handle, start=1):
-            terminated = raw.endswith(b"\n")
-            data = raw[:-1] if terminated else raw
-            yield number, offset, data, terminated
-            offset += len(raw)
+        yield from handle
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise AuditLogError(
             f"cannot read audit log {path}: {exc}; a compressed file that is cut short or "
@@ -123,6 +121,15 @@ def raw_lines(path: Path) -> Iterator[tuple[int, int, bytes, bool]]:
             inner.close()
 
 
+def raw_lines(path: Path) -> Iterator[tuple[int, int, bytes, bool]]:
+    """(line number, byte offset, line without newline, terminated) of one file."""
+    offset = 0
+    for number, raw in enumerate(_lines(path), start=1):
+        terminated = raw.endswith(b"\n")
+        yield number, offset, raw[:-1] if terminated else raw, terminated
+        offset += len(raw)
+
+
 # The C scanner behind json.loads, called directly: records are ASCII (canonical JSON), and
 # skipping json.loads' encoding detection and wrapper is a third of the parse time.
 _scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
@@ -130,7 +137,7 @@ _scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
 )
 
 
-def _parse(data: bytes) -> Any:
+def _parse_stdlib(data: bytes) -> Any:
     try:
         text = data.decode("ascii")
     except UnicodeDecodeError:
@@ -141,23 +148,45 @@ def _parse(data: bytes) -> Any:
     return value
 
 
-def as_record(data: bytes) -> dict[str, Any] | None:
-    """The record on a line, or None: a cheap shape check (verify checks the chain)."""
+def _parse(data: bytes) -> Any:
+    """The JSON value of a line. orjson first (2.5x the standard library's speed, which is
+    most of what `audit query` and `stats` cost); what orjson refuses but Python's json
+    accepts (a lone surrogate escape, NaN, a number out of double range) goes to the
+    standard library. One difference stays: orjson reads an integer beyond 64 bits as a
+    float. That changes no filter, count or duration and no output that copies the line
+    (JSON lines, export); a reader that must have every value exact asks for `exact`."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return _parse_stdlib(data)
+
+
+def as_record(data: bytes, *, exact: bool = False) -> dict[str, Any] | None:
+    """The record on a line, or None: a cheap shape check (verify checks the chain).
+    `exact`: parsed by the standard library alone (see `_parse`)."""
     if not data.startswith(b'{"'):
         return None
+    value: Any
     try:
-        value = _parse(data)
+        value = _parse_stdlib(data) if exact else _parse(data)
     except (ValueError, StopIteration):
         return None
     if type(value) is not dict:
         return None
     seq = value.get("seq")
+    if type(seq) is float:
+        # orjson reads an integer beyond 64 bits as a float: read the line exactly
+        try:
+            value = _parse_stdlib(data)
+        except (ValueError, StopIteration):
+            return None
+        seq = value.get("seq")
     hash_ = value.get("hash")
     if type(seq) is not int or type(hash_) is not str or len(hash_) != 64:
         return None
     if type(value.get("kind")) is not str:
         return None
-    return value
+    return cast(dict[str, Any], value)
 
 
 def _skip_message(name: str, number: int, data: bytes, *, last: bool, terminated: bool) -> str:
@@ -177,6 +206,7 @@ def read_file(
     *,
     accept: Callable[[bytes], bool] | None = None,
     is_live: bool = True,
+    exact: bool = False,
 ) -> Iterator[Entry]:
     """The records of one file. `accept(raw)` may reject a line before it is parsed (a
     cheap byte-level pre-filter); a rejected line is neither parsed nor reported."""
@@ -184,7 +214,9 @@ def read_file(
     seen_record = False
     pending: tuple[int, bytes, bool] | None = None  # an unreadable line, reported once we
     # know whether it was the last one
-    for number, _offset, data, terminated in raw_lines(path):
+    for number, raw in enumerate(_lines(path), start=1):
+        terminated = raw[-1:] == b"\n"
+        data = raw[:-1] if terminated else raw
         if pending is not None:
             warn(_skip_message(name, pending[0], pending[1], last=False, terminated=pending[2]))
             pending = None
@@ -193,7 +225,7 @@ def read_file(
         # A line that does not end like a record is always looked at (it may be torn).
         if accept is not None and seen_record and data.endswith(b"}") and not accept(data):
             continue
-        record = as_record(data)
+        record = as_record(data, exact=exact)
         if record is None:
             if not seen_record and not data.startswith(b'{"'):
                 raise AuditLogError(
@@ -230,10 +262,14 @@ def expand(paths: Iterable[Path]) -> list[list[Path]]:
 
 
 def read_set(
-    files: list[Path], warn: Warn, *, accept: Callable[[bytes], bool] | None = None
+    files: list[Path],
+    warn: Warn,
+    *,
+    accept: Callable[[bytes], bool] | None = None,
+    exact: bool = False,
 ) -> Iterator[Entry]:
     for path in files:
-        yield from read_file(path, warn, accept=accept, is_live=path is files[-1])
+        yield from read_file(path, warn, accept=accept, is_live=path is files[-1], exact=exact)
 
 
 def _time(entry: Entry) -> str:
@@ -242,11 +278,15 @@ def _time(entry: Entry) -> str:
 
 
 def read_logs(
-    paths: Iterable[Path], warn: Warn, *, accept: Callable[[bytes], bool] | None = None
+    paths: Iterable[Path],
+    warn: Warn,
+    *,
+    accept: Callable[[bytes], bool] | None = None,
+    exact: bool = False,
 ) -> Iterator[Entry]:
     """Every record of every set, one set in file order, several merged by `time`."""
     sets = expand(paths)
-    streams = [read_set(files, warn, accept=accept) for files in sets]
+    streams = [read_set(files, warn, accept=accept, exact=exact) for files in sets]
     if len(streams) == 1:
         return streams[0]
     return heapq.merge(*streams, key=_time)

@@ -139,3 +139,34 @@ def test_the_byte_prefilter_never_rejects_a_matching_record() -> None:
     accept = chosen.accept()
     assert accept is not None and accept(raw) and chosen.matches(record)
     assert not accept(raw.replace(b'"stop"', b'"stip"'))
+
+
+@pytest.mark.parametrize("limit", ["0", "1", "5", "13", "200"])
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_a_limit_reads_files_in_parallel_and_prints_what_one_process_prints(
+    log: Path, capsys: pytest.CaptureFixture[str], limit: str, fmt: str
+) -> None:
+    # a torn line inside the set: its warning must come out at the same point either way
+    from cloudrunner.audit.reader import log_set
+
+    oldest, middle = log_set(log)[:2]
+    before = len(oldest.read_bytes().splitlines()) + 1  # records read before the torn line
+    lines = middle.read_bytes().splitlines(keepends=True)
+    middle.write_bytes(b"".join([*lines[:1], b'{"torn\n', *lines[1:]]))
+    assert len(log_set(log)) > 3  # several files, so --limit 5 and 13 end mid-set
+    outputs = []
+    for jobs in ("1", "2"):
+        argv = ["audit", "query", str(log), "--jobs", jobs, "--limit", limit, "--format", fmt]
+        assert main(argv) == 0
+        outputs.append(capsys.readouterr())
+    single, parallel = outputs
+    assert parallel.out == single.out and parallel.err == single.err
+    rows = parallel.out.splitlines()[1 if fmt == "table" else 0 :]
+    assert len(rows) == min(int(limit), 24)
+    # reading stops at the limit-th record: the torn line is reached only past `before`
+    assert ("a torn write" in parallel.err) == (int(limit) > before)
+
+
+def test_a_negative_limit_is_a_usage_error(log: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["audit", "query", str(log), "--limit", "-1"]) == 2
+    assert "--limit -1: give 0 or more records" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,35 @@ def test_as_record_wants_the_chain_keys() -> None:
     assert as_record(b'{"kind":"hook","seq":1}') is None
     assert as_record(b'{"hash":"' + b"a" * 64 + b'","kind":"x","seq":0}') is not None
     assert as_record(b'{"hash":"' + b"a" * 64 + b'","kind":"x","seq":0} trailing') is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b'"\\ud800 alone"',  # a lone surrogate escape: orjson refuses it, json reads it
+        b"NaN",  # never written (canonical JSON refuses it), but json reads it
+        b"1e400",  # out of double range: orjson refuses it, json reads infinity
+        b"-0.0",
+        b"1e-7",
+        b'"caf\\u00e9 \\"quoted\\""',
+        b"123456789012345678901234567890",
+    ],
+)
+def test_a_record_reads_as_the_standard_library_reads_it(value: bytes) -> None:
+    line = b'{"hash":"' + b"a" * 64 + b'","kind":"x","seq":7,"v":' + value + b"}"
+    expected = json.loads(line)
+    exact = as_record(line, exact=True)
+    assert exact is not None and repr(exact["v"]) == repr(expected["v"])
+    fast = as_record(line)
+    assert fast is not None
+    if value.isdigit():  # the one documented difference: a float, equal as a number
+        assert fast["v"] == float(expected["v"])
+    else:
+        assert repr(fast["v"]) == repr(expected["v"])
+
+
+def test_a_seq_beyond_64_bits_stays_an_integer() -> None:
+    big = 2**70
+    line = b'{"hash":"' + b"a" * 64 + b'","kind":"x","seq":' + str(big).encode() + b"}"
+    record = as_record(line)
+    assert record is not None and record["seq"] == big and type(record["seq"]) is int

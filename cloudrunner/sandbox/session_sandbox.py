@@ -101,6 +101,8 @@ class _AgentContainer:
         self.hello: dict[str, Any] | None = None
         self.hello_seen = threading.Event()
         self.dead: str | None = None
+        #: the container's exit code, once the channel closed and the engine told it
+        self.exit_code: int | None = None
         self.gone = threading.Event()
         self.attestation = attestation
         self._stderr_tail = b""
@@ -189,6 +191,8 @@ class _AgentContainer:
             with contextlib.suppress(Exception):
                 self.client.api.wait(self.cid, timeout=10)
                 state = self.client.api.inspect_container(self.cid).get("State") or {}
+            code = state.get("ExitCode")
+            self.exit_code = code if isinstance(code, int) else None
             if state.get("OOMKilled"):
                 outcome = Outcome.OOM
                 reason = (
@@ -474,12 +478,20 @@ class SessionSandbox(PreparedSandbox):
             raise AgentUnavailable(explain(exc)) from exc
 
         if not container.hello_seen.wait(self._start_timeout) or container.hello is None:
-            tail = container.stderr_tail
+            ended = container.gone.is_set() or container.dead is not None
             container.fail("the session agent did not start")
             container.gone.wait(5)
+            tail = container.stderr_tail
             container.shut()
-            if _no_python(tail) or "exit 127" in (container.dead or ""):
+            if _no_python(tail) or container.exit_code == 127:
                 raise AgentUnavailable(_no_python_message(profile.image), no_python=True)
+            if ended:
+                code = "unknown" if container.exit_code is None else container.exit_code
+                raise AgentUnavailable(
+                    f"the session agent exited (exit {code}) before it said hello"
+                    + (f": {tail[-300:]}" if tail else "; it printed nothing")
+                    + f"; check that {profile.image} runs python3"
+                )
             raise AgentUnavailable(
                 "the session agent did not say hello within "
                 f"{self._start_timeout:g}s" + (f": {tail[-300:]}" if tail else "")

@@ -3,7 +3,11 @@ outlive their request, concurrent runs, and a dead or wedged agent is replaced."
 
 from __future__ import annotations
 
+import io
+import tarfile
 import threading
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import docker
@@ -160,6 +164,42 @@ def test_an_image_without_python_says_so_and_can_fall_back_explicitly(
     assert ran.attestation["isolation"] == "hook"
     assert ran.attestation["fallback_from"] == "session"
     assert "ran in hook isolation" in ran.message
+
+
+@pytest.fixture
+def image_with_broken_python(docker_client: docker.DockerClient) -> Iterator[str]:
+    """An image whose python3 prints one line and exits 3 (built offline: COPY only)."""
+    if not _has_image(docker_client, BASE_IMAGE_WITHOUT_PYTHON):
+        pytest.skip(f"{BASE_IMAGE_WITHOUT_PYTHON} is missing; `cloudrunner images build`")
+    tag = f"cloudrunner-test/broken-python:{uuid.uuid4().hex[:12]}"
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        for name, text, mode in (
+            ("Dockerfile", f"FROM {BASE_IMAGE_WITHOUT_PYTHON}\nCOPY python3 /usr/bin/python3\n",
+             0o644),
+            ("python3", "#!/bin/sh\necho 'python3: broken on purpose' >&2\nexit 3\n", 0o755),
+        ):  # fmt: skip
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), mode
+            tar.addfile(info, io.BytesIO(data))
+    context.seek(0)
+    docker_client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
+    try:
+        yield tag
+    finally:
+        docker_client.images.remove(tag, force=True)
+
+
+def test_an_agent_that_exits_at_once_is_reported_as_such_not_as_a_timeout(
+    make_sandbox: SandboxFactory, runtime: str, workspace: Path, image_with_broken_python: str
+) -> None:
+    broken = session(make_sandbox, runtime, image=image_with_broken_python)
+    refused = broken.run(ExecRequest("echo hi", str(workspace), timeout_s=60))
+    assert refused.outcome is Outcome.SANDBOX_ERROR
+    assert "the session agent exited (exit 3) before it said hello" in refused.message
+    assert "python3: broken on purpose" in refused.message
+    assert "within" not in refused.message
 
 
 def test_the_pool_keeps_one_sandbox_per_session_and_source(

@@ -140,7 +140,10 @@ def _add_validate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.set_defaults(handler=validate.validate_command)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or, given the command word, one with only that command: each
+    command's module imports what it needs (docker, pydantic, ...), and `audit stats` need
+    not wait for what `run` imports."""
     import argparse
 
     from cloudrunner import __version__
@@ -151,23 +154,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"cloudrunner {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in _COMMANDS:
+    only = _COMMANDS.get(command or "")
+    for add in [only] if only is not None else list(dict.fromkeys(_COMMANDS.values())):
         add(sub)
     return parser
 
 
-_COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
-    _add_run,
-    _add_serve,
-    _add_client,
-    _add_images,
-    _add_config,
-    _add_gate,
-    _add_validate,
-    _add_audit,
-    _add_sandbox,
-    _add_replay,
-]
+#: the command word -> what adds its parser (one function may add several commands)
+_COMMANDS: dict[str, Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = {
+    "run": _add_run,
+    "serve": _add_serve,
+    "hook": _add_client,
+    "health": _add_client,
+    "images": _add_images,
+    "config": _add_config,
+    "gate": _add_gate,
+    "validate": _add_validate,
+    "audit": _add_audit,
+    "sandbox": _add_sandbox,
+    "replay": _add_replay,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -176,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from cloudrunner import client  # the fast path: the standard library only
 
         return client.main(words)
-    parser = build_parser()
+    parser = build_parser(words[0] if words else None)
     args = parser.parse_args(words)
     handler: Handler = args.handler
     try:

@@ -6,16 +6,63 @@ skipped, gated or refused (README.md, "The audit log" describes the format).
     verify_log(path).ok
 """
 
-from cloudrunner.audit.chain import GENESIS_HASH, canonical_json, record_hash
-from cloudrunner.audit.config import AuditConfig, FsyncPolicy
-from cloudrunner.audit.digest import PAYLOAD_TEXT_KEYS, TextDigest, digest_text, digest_value
-from cloudrunner.audit.errors import AuditLogError
-from cloudrunner.audit.lines import TornSpan
-from cloudrunner.audit.pipeline import record_processors
-from cloudrunner.audit.records import EventFields, HookFields, RecordKind
-from cloudrunner.audit.redaction import REDACTED, excerpt, redact
-from cloudrunner.audit.verify import Problem, TornLine, VerifyReport, log_files, verify_log
-from cloudrunner.audit.writer import AuditRecord, AuditWriter, TornAcknowledgement
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cloudrunner.audit.chain import GENESIS_HASH, canonical_json, record_hash
+    from cloudrunner.audit.config import AuditConfig, FsyncPolicy
+    from cloudrunner.audit.digest import PAYLOAD_TEXT_KEYS, TextDigest, digest_text, digest_value
+    from cloudrunner.audit.errors import AuditLogError
+    from cloudrunner.audit.lines import TornSpan
+    from cloudrunner.audit.pipeline import record_processors
+    from cloudrunner.audit.records import EventFields, HookFields, RecordKind
+    from cloudrunner.audit.redaction import REDACTED, excerpt, redact
+    from cloudrunner.audit.verify import Problem, TornLine, VerifyReport, log_files, verify_log
+    from cloudrunner.audit.writer import AuditRecord, AuditWriter, TornAcknowledgement
+
+# The names below are loaded on first use: `audit query` and `stats` read logs and should
+# not import the writer's pipeline (structlog, asyncio) to do so.
+_WHERE = {
+    "AuditConfig": "cloudrunner.audit.config",
+    "AuditLogError": "cloudrunner.audit.errors",
+    "AuditRecord": "cloudrunner.audit.writer",
+    "AuditWriter": "cloudrunner.audit.writer",
+    "EventFields": "cloudrunner.audit.records",
+    "FsyncPolicy": "cloudrunner.audit.config",
+    "GENESIS_HASH": "cloudrunner.audit.chain",
+    "HookFields": "cloudrunner.audit.records",
+    "PAYLOAD_TEXT_KEYS": "cloudrunner.audit.digest",
+    "Problem": "cloudrunner.audit.verify",
+    "REDACTED": "cloudrunner.audit.redaction",
+    "RecordKind": "cloudrunner.audit.records",
+    "TextDigest": "cloudrunner.audit.digest",
+    "TornAcknowledgement": "cloudrunner.audit.writer",
+    "TornLine": "cloudrunner.audit.verify",
+    "TornSpan": "cloudrunner.audit.lines",
+    "VerifyReport": "cloudrunner.audit.verify",
+    "canonical_json": "cloudrunner.audit.chain",
+    "digest_text": "cloudrunner.audit.digest",
+    "digest_value": "cloudrunner.audit.digest",
+    "excerpt": "cloudrunner.audit.redaction",
+    "log_files": "cloudrunner.audit.verify",
+    "record_hash": "cloudrunner.audit.chain",
+    "record_processors": "cloudrunner.audit.pipeline",
+    "redact": "cloudrunner.audit.redaction",
+    "verify_log": "cloudrunner.audit.verify",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "GENESIS_HASH",

@@ -22,9 +22,10 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from structlog.typing import EventDict, Processor, WrappedLogger
+if TYPE_CHECKING:  # annotations only: readers of the log need not import structlog
+    from structlog.typing import EventDict, Processor, WrappedLogger
 
 from cloudrunner.audit.chain import canonical_json
 from cloudrunner.audit.digest import PAYLOAD_TEXT_KEYS, digest_value

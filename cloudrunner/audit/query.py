@@ -153,7 +153,8 @@ def _query_file(
     path: Path, is_live: bool, *, chosen: RecordFilter, fmt: str, limit: int | None
 ) -> tuple[list[Item], list[str]]:
     """The rows of one file and the warnings among them, in the order a single process
-    would print them; at most `limit` rows (no file needs more)."""
+    would print them; at most `limit` rows (no file needs more). The warnings travel among
+    the rows, so the task's own warning list stays empty."""
     items: list[Item] = []
 
     def warn(message: str) -> None:

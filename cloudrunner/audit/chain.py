@@ -33,8 +33,10 @@ def record_hash(record: Mapping[str, Any]) -> str:
 
 
 def is_hash(value: object) -> bool:
-    return (
-        isinstance(value, str)
-        and len(value) == 64
-        and all(ch in "0123456789abcdef" for ch in value)
-    )
+    """A sha256 hex digest as the chain writes it: 64 lowercase hex digits."""
+    # strip() removes the hex digits from both ends: nothing is left only when all were
+    # hex (a C loop; a generator over the characters was a quarter of `verify`'s time)
+    return isinstance(value, str) and len(value) == 64 and not value.strip(_HEX_DIGITS)
+
+
+_HEX_DIGITS = "0123456789abcdef"

@@ -50,6 +50,9 @@ def test_is_hash_wants_64_lowercase_hex() -> None:
     assert not is_hash("A" * 64)
     assert not is_hash("a" * 63)
     assert not is_hash(None)
+    assert is_hash("0123456789abcdef" * 4)
+    assert not is_hash("a" * 31 + "g" + "a" * 32)  # a non-hex digit inside, not at an end
+    assert not is_hash("a" * 31 + " " + "a" * 32)
 
 
 def test_digest_text_is_sha256_and_utf8_length() -> None:

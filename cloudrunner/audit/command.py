@@ -41,10 +41,13 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
         default="text",
         help="text (default): one line per problem and a summary; json: one JSON object",
     )
+    from cloudrunner.audit.query import add_jobs_argument
+
+    add_jobs_argument(parser)
 
 
 def verify_command(args: argparse.Namespace) -> int:
-    reports = [verify_log(file) for file in args.files]
+    reports = [verify_log(file, jobs=args.jobs) for file in args.files]
     ok = all(report.ok for report in reports)
     if args.format == "json":
         if len(reports) == 1:

@@ -138,11 +138,21 @@ def add_query_arguments(parser: argparse.ArgumentParser) -> None:
 def add_jobs_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs",
-        type=int,
+        type=_processes,
         default=default_jobs(),
         metavar="N",
         help="read the files of a rotated set in N processes (default: the CPUs; 1: none)",
     )
+
+
+def _processes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (1 or more)")
+    return value
 
 
 #: what a file's task hands back, in file order: ("row", text) or ("warning", message)

@@ -11,6 +11,9 @@ import pytest
 from cloudrunner.audit import AuditLogError, AuditWriter, canonical_json, record_hash, verify_log
 from cloudrunner.cli import main
 
+#: every test twice: files analysed in this process and in 2 processes
+pytestmark = pytest.mark.usefixtures("verify_jobs")
+
 
 def make_log(path: Path, count: int, **options: Any) -> list[bytes]:
     with AuditWriter(path, worker="w", fsync="never", **options) as writer:
@@ -232,3 +235,44 @@ def test_cli_turns_an_unreadable_file_into_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.startswith("cloudrunner: error: audit log ") and "does not exist" in err
+
+
+#: values that orjson reads or writes differently from the standard library's canonical JSON
+AWKWARD = [
+    {"stdout_excerpt": "café ☕ naïve"},  # non-ASCII: the line has \u escapes
+    {"duration_ms": 1e-07, "size": 1e16},  # floats whose spelling differs
+    {"pid_like": 2**70, "negative": -(2**65)},  # integers beyond 64 bits
+    {"text": "tab\there, nul \u0000, del \u007f, line\u2028sep"},
+]
+
+
+@pytest.mark.parametrize("fields", AWKWARD, ids=["non-ascii", "floats", "big-ints", "controls"])
+def test_records_that_orjson_spells_differently_verify_and_edits_are_caught(
+    tmp_path: Path, fields: dict[str, Any]
+) -> None:
+    log = tmp_path / "audit.log"
+    with AuditWriter(log, worker="w", fsync="never") as writer:
+        for i in range(4):
+            writer.append("hook", {"hook_index": i, **fields})
+    report = verify_log(log)
+    assert report.ok and report.records == 4, [p.text() for p in report.problems]
+    lines = log.read_bytes().splitlines(keepends=True)
+    lines[2] = edit(lines[2], hook_index=99)
+    rewrite(log, lines)
+    assert problems(log) == [
+        f"{log}:3: seq 2: hash does not match the record's content: the record was altered"
+    ]
+
+
+def test_plain_records_take_the_fast_path_and_awkward_ones_the_exact_one(tmp_path: Path) -> None:
+    from cloudrunner.audit.verify import _confirmed
+
+    log = tmp_path / "audit.log"
+    with AuditWriter(log, worker="w", fsync="never") as writer:
+        writer.append("hook", {"outcome": "ok", "duration_ms": 12.5})
+        writer.append("hook", {"stdout_excerpt": "café"})
+    plain, awkward = log.read_bytes().splitlines()
+    facts = _confirmed(plain)
+    assert facts is not None and facts.seq == 0 and facts.hash_ok
+    assert _confirmed(awkward) is None  # the standard library decides this one
+    assert _confirmed(plain.replace(b'"ok"', b'"no"')) is None  # an edit is never confirmed

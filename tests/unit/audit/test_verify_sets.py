@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner.audit import canonical_json, verify_log
+from cloudrunner.audit import AuditLogError, canonical_json, verify_log
 from cloudrunner.audit.reader import log_set
 from cloudrunner.cli import main
 from tests.unit.audit.logs import sample_records, write_log
+
+#: every test twice: files analysed in this process and in 2 processes
+pytestmark = pytest.mark.usefixtures("verify_jobs")
 
 
 @pytest.fixture
@@ -126,6 +129,15 @@ def test_compressed_rotated_files_verify_and_tampering_inside_is_found(log: Path
     packed.write_bytes(gzip.compress(b"".join(lines[:1] + lines[2:])))
     file, line, _seq, message = first(log)
     assert (file, line) == (str(packed), 2) and "removed" in message
+
+
+def test_a_cut_compressed_member_is_an_error_naming_it(log: Path) -> None:
+    member = log_set(log)[1]
+    packed = gzip.compress(member.read_bytes())
+    member.with_name(member.name + ".gz").write_bytes(packed[: len(packed) // 2])
+    member.unlink()
+    with pytest.raises(AuditLogError, match=rf"cannot read audit log {member}\.gz: .*cut short"):
+        verify_log(log)
 
 
 def test_several_logs_are_verified_one_by_one(

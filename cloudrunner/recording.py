@@ -16,13 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cloudrunner.audit.pipeline import (
-    digest_payload_text,
-    format_time,
-    redact_secrets,
-    to_json_values,
-    utc_now,
-)
+from cloudrunner.audit.pipeline import clean_record, format_time, json_value, utc_now
 from cloudrunner.audit.records import RecordKind
 from cloudrunner.event_stream import STREAM_FORMAT, append_entry
 from cloudrunner.settings import Settings
@@ -37,10 +31,7 @@ HOOK_KEYS = (
 def normalise(fields: Mapping[str, Any], *, include_payload_text: bool) -> dict[str, Any]:
     """`fields` as the audit log would store them: JSON values, payload text digested
     (unless `include_payload_text`), secrets redacted."""
-    value: Any = to_json_values(None, "record", dict(fields))
-    value = digest_payload_text(include_payload_text)(None, "record", value)
-    value = redact_secrets(None, "record", value)
-    return dict(value)
+    return clean_record(fields, include_payload_text=include_payload_text)
 
 
 def changed_pointers(before: Any, after: Any, pointer: str = "") -> list[str]:
@@ -77,7 +68,7 @@ def build_entry(
         described = {"source": hook["source"], "file": hook["source_file"]}
         sources.setdefault(key, {**described, "sha256": hook["source_hash"]})
     include_text = settings.audit.record_payload_text
-    raw_payload = to_json_values(None, "record", {"payload": decision.get("payload", {})})
+    raw_payload = {"payload": json_value(decision.get("payload", {}), "payload")}
     entry = normalise(
         {
             "stream": STREAM_FORMAT,

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 import structlog
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from structlog.testing import LogCapture
 
-from cloudrunner.audit.chain import GENESIS_HASH, record_hash
+from cloudrunner.audit.chain import GENESIS_HASH, canonical_json, record_hash
 from cloudrunner.audit.digest import digest_text
 from cloudrunner.audit.pipeline import (
     ChainHead,
@@ -131,3 +133,80 @@ def test_render_line_gives_one_ascii_line_and_the_record() -> None:
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert line.isascii()
     assert record["seq"] == 0
+
+
+# -- the clean step walks once; it must give what the three walks gave ------------------
+
+
+def _three_walks(fields: dict[str, Any], *, include_payload_text: bool) -> dict[str, Any]:
+    """The reference: plain JSON values, then payload text digested, then every string
+    redacted, each over the whole record (how the pipeline did it before one walk)."""
+    from cloudrunner.audit.digest import PAYLOAD_TEXT_KEYS, digest_value
+    from cloudrunner.audit.pipeline import _redact_in, json_value
+
+    def digested(value: Any) -> Any:
+        if type(value) is dict:
+            return {
+                k: dict(digest_value(v)) if k in PAYLOAD_TEXT_KEYS else digested(v)
+                for k, v in value.items()
+            }
+        if type(value) is list:
+            return [digested(v) for v in value]
+        return value
+
+    plain = {key: json_value(value, key) for key, value in fields.items()}
+    if not include_payload_text:
+        plain = digested(plain)
+    result: dict[str, Any] = _redact_in(plain)
+    return result
+
+
+_KEYS = st.sampled_from(["prompt", "text", "edits", "command", "env", "password", "a", "b"])
+_SECRETS = st.sampled_from(
+    ["AKIAABCDEFGHIJKLMNOP", "Bearer abcdefgh12345678", "password=hunter2hunter2", "plain"]
+)
+_LEAVES = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12) | _SECRETS | st.sampled_from([Outcome.OK, Path("/r/x")])
+)  # fmt: skip
+_VALUES = st.recursive(
+    _LEAVES,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(_KEYS | st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_KEYS, _VALUES, max_size=5), st.booleans())
+def test_one_walk_gives_what_the_three_walks_gave(
+    fields: dict[str, Any], include_payload_text: bool
+) -> None:
+    from cloudrunner.audit.pipeline import clean_record
+
+    got = clean_record(fields, include_payload_text=include_payload_text)
+    want = _three_walks(fields, include_payload_text=include_payload_text)
+    assert canonical_json(got) == canonical_json(want)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"limits": {"x": [1, {2: "a"}]}}, "audit field limits.x[1] has a non-string key 2"),
+        ({"a": [0.5, float("nan")]}, "audit field a[1] is nan, which JSON cannot hold"),
+        ({"b": {"c": object()}}, "audit field b.c holds a object, which is not JSON data"),
+    ],
+)
+def test_the_clean_step_names_the_field_it_cannot_store(
+    fields: dict[str, Any], message: str
+) -> None:
+    from cloudrunner.audit.pipeline import clean_record
+
+    with pytest.raises((TypeError, ValueError)) as caught:
+        clean_record(fields, include_payload_text=False)
+    assert str(caught.value) == message
+    with pytest.raises(type(caught.value), match="^" + message.replace("[", r"\[")):
+        _three_walks(fields, include_payload_text=False)

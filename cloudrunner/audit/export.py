@@ -16,6 +16,8 @@ skipped with a warning on stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import os
 import sys
@@ -24,7 +26,9 @@ from pathlib import Path
 from typing import IO
 
 from cloudrunner.audit.errors import AuditLogError
-from cloudrunner.audit.reader import Entry
+from cloudrunner.audit.filters import RecordFilter
+from cloudrunner.audit.parallel import per_file, work_of
+from cloudrunner.audit.reader import Entry, expand, read_file
 from cloudrunner.errors import ExitCode
 
 EXPORT_KEYS = ("@timestamp", "audit_file", "audit_line")
@@ -49,7 +53,7 @@ def write_export(entries: Iterable[Entry], out: IO[bytes]) -> int:
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    from cloudrunner.audit.query import add_log_arguments
+    from cloudrunner.audit.query import add_jobs_argument, add_log_arguments
 
     add_log_arguments(parser)
     parser.add_argument(
@@ -59,22 +63,56 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="OUT",
         help="write to OUT (replaced once complete) instead of stdout",
     )
+    add_jobs_argument(parser)
+
+
+def _export_file(
+    path: Path, is_live: bool, *, chosen: RecordFilter
+) -> tuple[list[bytes | str], list[str]]:
+    """One file's export lines (bytes) and its warnings (str) among them, in order."""
+    from cloudrunner.audit.query import matching
+
+    items: list[bytes | str] = []
+    read = read_file(path, items.append, accept=chosen.accept(), is_live=is_live)
+    for entry in matching(read, chosen, None):  # a warning lands before the next line
+        items.append(export_line(entry))
+    return items, []
+
+
+def _write_parts(args: argparse.Namespace, chosen: RecordFilter, out: IO[bytes]) -> int:
+    """Every record of the logs, exported to `out` in order; the files of one set are read
+    in `--jobs` processes (several sets are merged by time in this one)."""
+    from cloudrunner.audit.query import select, warn_stderr
+
+    sets = expand(args.files)
+    if len(sets) > 1 or args.jobs <= 1:
+        return write_export(select(args.files, chosen, warn=warn_stderr), out)
+    count = 0
+    task = functools.partial(_export_file, chosen=chosen)
+    with contextlib.closing(per_file(task, work_of(sets), args.jobs)) as parts:
+        for items, _none in parts:
+            for item in items:
+                if isinstance(item, str):
+                    warn_stderr(item)
+                else:
+                    out.write(item)
+                    count += 1
+    return count
 
 
 def export_command(args: argparse.Namespace) -> int:
     from cloudrunner.audit.filters import filter_from
-    from cloudrunner.audit.query import select, warn_stderr
 
-    entries = select(args.files, filter_from(args), warn=warn_stderr)
+    chosen = filter_from(args)
     target: Path | None = args.output
     if target is None:
-        count = write_export(entries, sys.stdout.buffer)
+        count = _write_parts(args, chosen, sys.stdout.buffer)
         sys.stdout.flush()
     else:
         partial = target.with_name(f".{target.name}.partial")
         try:
             with partial.open("wb") as out:
-                count = write_export(entries, out)
+                count = _write_parts(args, chosen, out)
             os.replace(partial, target)
         except OSError as exc:
             raise AuditLogError(f"cannot write {target}: {exc.strerror or exc}") from exc

@@ -39,6 +39,25 @@ def test_export_keeps_every_record_and_its_chain_fields(
     assert json.loads(source.read_text().splitlines()[first["audit_line"] - 1])["seq"] == 0
 
 
+@pytest.mark.parametrize("filters", [[], ["--event", "stop"], ["--kind", "decision"]])
+def test_export_in_parallel_writes_what_one_process_writes(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], filters: list[str]
+) -> None:
+    log = tmp_path / "audit.log"
+    write_log(log, sample_records() * 3, max_bytes=1500)
+    assert len(log_set(log)) > 3
+    middle = log_set(log)[1]
+    lines = middle.read_bytes().splitlines(keepends=True)
+    middle.write_bytes(b"".join([*lines[:1], b'{"torn\n', *lines[1:]]))
+    outputs = []
+    for jobs in ("1", "2"):
+        assert main(["audit", "export", str(log), "--jobs", jobs, *filters]) == 0
+        outputs.append(capsysbinary.readouterr())
+    single, parallel = outputs
+    assert parallel.out == single.out and parallel.err == single.err
+    assert b"a torn write" in parallel.err and parallel.out.count(b"\n") > 0
+
+
 def test_export_to_stdout_merges_several_logs_by_time(
     tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:

@@ -16,13 +16,10 @@ import docker.errors
 import pytest
 import requests
 
+from tests.support.ci import missing
 from tests.support.docker_tracking import DockerTracker
 
 RUNTIME_IMAGE = os.environ.get("CLOUDRUNNER_TEST_IMAGE", "cloudrunner/hook-runtime:latest")
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -40,16 +37,12 @@ def docker_client() -> Iterator[docker.DockerClient]:
             f"no Docker engine answers ({exc}); run `bash scripts/docker-up` "
             "and `cloudrunner images build` first"
         )
-        if _in_ci():
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        missing(message)
     try:
         client.images.get(RUNTIME_IMAGE)
     except docker.errors.ImageNotFound:
         message = f"image {RUNTIME_IMAGE} is missing; run `cloudrunner images build`"
-        if _in_ci():
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        missing(message)
     yield client
     client.close()
 

@@ -19,8 +19,8 @@ import requests
 from cloudrunner.audit import verify_log
 from cloudrunner.client import HttpReply
 from tests.e2e.conftest import Deployment
+from tests.support.ci import in_ci
 from tests.support.daemon_process import daemon_process
-from tests.support.mounts import in_ci
 
 pytestmark = [pytest.mark.docker, pytest.mark.disruptive]
 

@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+from tests.support.ci import missing
 
 
 def mount(*args: str) -> None:
     proc = subprocess.run(["mount", *args], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         message = f"mount {' '.join(args)} is not permitted here: {proc.stderr.strip()}"
-        if in_ci():
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        missing(message)
 
 
 @contextmanager

@@ -18,6 +18,7 @@ from cloudrunner.sandbox import (
     SandboxSpec,
     SessionSandbox,
 )
+from tests.support.ci import missing
 from tests.support.docker_tracking import DockerTracker
 
 #: the uid:gid the test workspaces are owned by, so hooks run as it
@@ -26,18 +27,12 @@ WORKSPACE_UID = 1000
 SandboxFactory = Callable[..., HookContainerSandbox | SessionSandbox]
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
 @pytest.fixture(params=["runc", "runsc"])
 def runtime(request: pytest.FixtureRequest, docker_client: docker.DockerClient) -> str:
     name = str(request.param)
     if name == "runsc" and "runsc" not in (docker_client.info().get("Runtimes") or {}):
         message = "the engine has no runsc runtime; `bash scripts/docker-up` registers it"
-        if _in_ci():
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        missing(message)
     return name
 
 

@@ -26,6 +26,7 @@ from cloudrunner.sandbox import (
 )
 from tests.integration.sandbox.conftest import SandboxFactory
 from tests.integration.sandbox.test_hostile_hooks import hook_processes, next_hook_runs
+from tests.support.ci import missing
 from tests.support.docker_tracking import DockerTracker
 
 pytestmark = pytest.mark.docker
@@ -138,26 +139,26 @@ def test_a_wedged_agent_is_detected_and_replaced(
     assert sandbox.container_id not in (None, old)
 
 
-def _has_image(client: docker.DockerClient, ref: str) -> bool:
+@pytest.fixture
+def base_image(docker_client: docker.DockerClient) -> str:
+    """The local Debian base, which has no python3 (`cloudrunner images build` makes it)."""
     try:
-        client.images.get(ref)
+        docker_client.images.get(BASE_IMAGE_WITHOUT_PYTHON)
     except docker.errors.ImageNotFound:
-        return False
-    return True
+        missing(f"{BASE_IMAGE_WITHOUT_PYTHON} is missing; run `cloudrunner images build`")
+    return BASE_IMAGE_WITHOUT_PYTHON
 
 
 def test_an_image_without_python_says_so_and_can_fall_back_explicitly(
-    make_sandbox: SandboxFactory, runtime: str, workspace: Path, docker_client: docker.DockerClient
+    make_sandbox: SandboxFactory, runtime: str, workspace: Path, base_image: str
 ) -> None:
-    if not _has_image(docker_client, BASE_IMAGE_WITHOUT_PYTHON):
-        pytest.skip(f"{BASE_IMAGE_WITHOUT_PYTHON} is missing; `cloudrunner images build`")
-    strict = session(make_sandbox, runtime, image=BASE_IMAGE_WITHOUT_PYTHON)
+    strict = session(make_sandbox, runtime, image=base_image)
     refused = strict.run(ExecRequest("echo hi", str(workspace), timeout_s=60))
     assert refused.outcome is Outcome.SANDBOX_ERROR
     assert "has no python3" in refused.message
     assert 'isolation to "hook"' in refused.message
 
-    lenient = session(make_sandbox, runtime, image=BASE_IMAGE_WITHOUT_PYTHON, fallback_to_hook=True)
+    lenient = session(make_sandbox, runtime, image=base_image, fallback_to_hook=True)
     ran = lenient.run(ExecRequest("echo hi", str(workspace), timeout_s=60))
     assert ran.outcome is Outcome.OK, ran.message
     assert ran.stdout == b"hi\n"
@@ -167,15 +168,13 @@ def test_an_image_without_python_says_so_and_can_fall_back_explicitly(
 
 
 @pytest.fixture
-def image_with_broken_python(docker_client: docker.DockerClient) -> Iterator[str]:
+def image_with_broken_python(docker_client: docker.DockerClient, base_image: str) -> Iterator[str]:
     """An image whose python3 prints one line and exits 3 (built offline: COPY only)."""
-    if not _has_image(docker_client, BASE_IMAGE_WITHOUT_PYTHON):
-        pytest.skip(f"{BASE_IMAGE_WITHOUT_PYTHON} is missing; `cloudrunner images build`")
     tag = f"cloudrunner-test/broken-python:{uuid.uuid4().hex[:12]}"
     context = io.BytesIO()
     with tarfile.open(fileobj=context, mode="w") as tar:
         for name, text, mode in (
-            ("Dockerfile", f"FROM {BASE_IMAGE_WITHOUT_PYTHON}\nCOPY python3 /usr/bin/python3\n",
+            ("Dockerfile", f"FROM {base_image}\nCOPY python3 /usr/bin/python3\n",
              0o644),
             ("python3", "#!/bin/sh\necho 'python3: broken on purpose' >&2\nexit 3\n", 0o755),
         ):  # fmt: skip

@@ -189,7 +189,16 @@ def as_record(data: bytes, *, exact: bool = False) -> dict[str, Any] | None:
     return cast(dict[str, Any], value)
 
 
-def _skip_message(name: str, number: int, data: bytes, *, last: bool, terminated: bool) -> str:
+def not_a_log(name: str, why: str) -> AuditLogError:
+    return AuditLogError(
+        f"{name} is not a cloudrunner audit log: {why} (each line should be a JSON object "
+        "with seq, kind, prev_hash and hash)"
+    )
+
+
+def skip_message(name: str, number: int, data: bytes, *, last: bool, terminated: bool) -> str:
+    """The warning for a line that is not a record: a crash mid-write when it is the live
+    file's unterminated last line, else a torn write."""
     if last and not terminated:
         return (
             f"{name}:{number}: the last record is truncated ({len(data)} bytes): most likely "
@@ -218,7 +227,7 @@ def read_file(
         terminated = raw[-1:] == b"\n"
         data = raw[:-1] if terminated else raw
         if pending is not None:
-            warn(_skip_message(name, pending[0], pending[1], last=False, terminated=pending[2]))
+            warn(skip_message(name, pending[0], pending[1], last=False, terminated=pending[2]))
             pending = None
         if not data:
             continue
@@ -228,11 +237,7 @@ def read_file(
         record = as_record(data, exact=exact)
         if record is None:
             if not seen_record and not data.startswith(b'{"'):
-                raise AuditLogError(
-                    f"{name} is not a cloudrunner audit log: line {number} is not an audit "
-                    "record (each line should be a JSON object with seq, kind, prev_hash and "
-                    "hash)"
-                )
+                raise not_a_log(name, f"line {number} is not an audit record")
             pending = (number, data, terminated)
             continue
         seen_record = True
@@ -240,12 +245,9 @@ def read_file(
             continue
         yield Entry(name, number, data, record)
     if pending is not None:
-        warn(_skip_message(name, pending[0], pending[1], last=is_live, terminated=pending[2]))
+        warn(skip_message(name, pending[0], pending[1], last=is_live, terminated=pending[2]))
         if not seen_record:
-            raise AuditLogError(
-                f"{name} is not a cloudrunner audit log: it holds no audit record "
-                "(each line should be a JSON object with seq, kind, prev_hash and hash)"
-            )
+            raise not_a_log(name, "it holds no audit record")
 
 
 def expand(paths: Iterable[Path]) -> list[list[Path]]:

@@ -20,9 +20,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from cloudrunner.audit.errors import AuditLogError
 from cloudrunner.audit.filters import RecordFilter, filter_from
-from cloudrunner.audit.reader import Entry, Warn, as_record, check_readable, log_set
+from cloudrunner.audit.reader import (
+    Entry,
+    Warn,
+    as_record,
+    check_readable,
+    log_set,
+    not_a_log,
+    skip_message,
+)
 from cloudrunner.errors import ExitCode
 
 _READ = 64 * 1024
@@ -149,14 +156,8 @@ def _entries(
         record = as_record(raw)
         if record is None:
             if number == 1 and not raw.startswith(b'{"'):
-                raise AuditLogError(
-                    f"{name} is not a cloudrunner audit log: line 1 is not an audit record "
-                    "(each line should be a JSON object with seq, kind, prev_hash and hash)"
-                )
-            warn(
-                f"{name}:{number}: {len(raw)} bytes that are not an audit record "
-                "(a torn write); skipped"
-            )
+                raise not_a_log(name, "line 1 is not an audit record")
+            warn(skip_message(name, number, raw, last=False, terminated=True))
             continue
         if chosen.matches(record):
             yield Entry(name, number, raw, record)

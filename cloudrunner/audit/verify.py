@@ -25,10 +25,15 @@ from typing import Any, NamedTuple
 import orjson
 
 from cloudrunner.audit.chain import GENESIS_HASH, is_hash, record_hash
-from cloudrunner.audit.errors import AuditLogError
 from cloudrunner.audit.lines import parse_record
 from cloudrunner.audit.parallel import per_file
-from cloudrunner.audit.reader import check_readable, log_set, raw_lines, rotated_members
+from cloudrunner.audit.reader import (
+    check_readable,
+    log_set,
+    not_a_log,
+    raw_lines,
+    rotated_members,
+)
 from cloudrunner.audit.records import RecordKind
 from cloudrunner.audit.rotation import rotated_path
 
@@ -417,8 +422,5 @@ def verify_log(path: Path | str, *, jobs: int = 1) -> VerifyReport:
                 verifier.check_file(file, _unpacked(packed), is_live=is_live)
     report = verifier.report
     if report.records == 0 and verifier.lines_seen > 0:
-        raise AuditLogError(
-            f"{path} is not a cloudrunner audit log: it holds no audit record "
-            "(each line should be a JSON object with seq, kind, prev_hash and hash)"
-        )
+        raise not_a_log(str(path), "it holds no audit record")
     return report

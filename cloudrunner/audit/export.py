@@ -16,7 +16,6 @@ skipped with a warning on stderr.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import json
 import os
@@ -27,8 +26,7 @@ from typing import IO
 
 from cloudrunner.audit.errors import AuditLogError
 from cloudrunner.audit.filters import RecordFilter
-from cloudrunner.audit.parallel import per_file, work_of
-from cloudrunner.audit.reader import Entry, expand, read_file
+from cloudrunner.audit.reader import Entry, expand
 from cloudrunner.errors import ExitCode
 
 EXPORT_KEYS = ("@timestamp", "audit_file", "audit_line")
@@ -66,38 +64,16 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     add_jobs_argument(parser)
 
 
-def _export_file(
-    path: Path, is_live: bool, *, chosen: RecordFilter
-) -> tuple[list[bytes | str], list[str]]:
-    """One file's export lines (bytes) and its warnings (str) among them, in order."""
-    from cloudrunner.audit.query import matching
-
-    items: list[bytes | str] = []
-    read = read_file(path, items.append, accept=chosen.accept(), is_live=is_live)
-    for entry in matching(read, chosen, None):  # a warning lands before the next line
-        items.append(export_line(entry))
-    return items, []
-
-
 def _write_parts(args: argparse.Namespace, chosen: RecordFilter, out: IO[bytes]) -> int:
     """Every record of the logs, exported to `out` in order; the files of one set are read
     in `--jobs` processes (several sets are merged by time in this one)."""
-    from cloudrunner.audit.query import select, warn_stderr
+    from cloudrunner.audit.query import file_rows, select, warn_stderr, write_rows
 
     sets = expand(args.files)
     if len(sets) > 1 or args.jobs <= 1:
         return write_export(select(args.files, chosen, warn=warn_stderr), out)
-    count = 0
-    task = functools.partial(_export_file, chosen=chosen)
-    with contextlib.closing(per_file(task, work_of(sets), args.jobs)) as parts:
-        for items, _none in parts:
-            for item in items:
-                if isinstance(item, str):
-                    warn_stderr(item)
-                else:
-                    out.write(item)
-                    count += 1
-    return count
+    task = functools.partial(file_rows, chosen=chosen, render=export_line)
+    return write_rows(sets, task, args.jobs, out.write)
 
 
 def export_command(args: argparse.Namespace) -> int:

@@ -11,12 +11,12 @@ import argparse
 import contextlib
 import functools
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from cloudrunner.audit.filters import RecordFilter, add_filter_arguments, decision_label
-from cloudrunner.audit.parallel import default_jobs, per_file, work_of
+from cloudrunner.audit.parallel import Task, default_jobs, per_file, work_of
 from cloudrunner.audit.reader import Entry, expand, read_file, read_logs
 from cloudrunner.errors import CloudrunnerError, ExitCode
 
@@ -100,10 +100,7 @@ def write_entries(
     if fmt == "table" and with_header:
         out.write(header() + "\n")
     for entry in entries:
-        if fmt == "json":
-            out.write(entry.raw.decode("ascii", "replace") + "\n")
-        else:
-            out.write(table_row(entry.record) + "\n")
+        out.write(_format(entry, fmt))
         count += 1
     return count
 
@@ -155,31 +152,64 @@ def _processes(text: str) -> int:
     return value
 
 
-#: what a file's task hands back, in file order: ("row", text) or ("warning", message)
-Item = tuple[str, str]
+#: what a file's task hands back, in file order: (False, row) or (True, warning message)
+Item = tuple[bool, Any]
 
 
-def _query_file(
-    path: Path, is_live: bool, *, chosen: RecordFilter, fmt: str, limit: int | None
+def file_rows(
+    path: Path,
+    is_live: bool,
+    *,
+    chosen: RecordFilter,
+    render: Callable[[Entry], Any],
+    limit: int | None = None,
 ) -> tuple[list[Item], list[str]]:
-    """The rows of one file and the warnings among them, in the order a single process
-    would print them; at most `limit` rows (no file needs more). The warnings travel among
-    the rows, so the task's own warning list stays empty."""
+    """A parallel task (`audit.parallel`): the rendered matching records of one file and the
+    warnings among them, in the order a single process would print them; at most `limit`
+    rows (no file needs more). The warnings travel among the rows, so the task's own
+    warning list stays empty."""
     items: list[Item] = []
 
     def warn(message: str) -> None:
-        items.append(("warning", message))
+        items.append((True, message))
 
     read = read_file(path, warn, accept=chosen.accept(), is_live=is_live)
     for entry in matching(read, chosen, limit):
-        items.append(("row", _format(entry, fmt)))
+        items.append((False, render(entry)))
     return items, []
 
 
+def write_rows(
+    sets: list[list[Path]],
+    task: Task[list[Item]],
+    jobs: int,
+    write: Callable[[Any], object],
+    limit: int | None = None,
+) -> int:
+    """Run `task` over every file in `jobs` processes and `write` the rows in file order,
+    warnings to stderr where they fell; stops (and ends the pool) at the `limit`-th row.
+    Returns the rows written."""
+    count = 0
+    if limit == 0:
+        return count
+    with contextlib.closing(per_file(task, work_of(sets), jobs)) as parts:
+        for items, _none in parts:
+            for is_warning, item in items:
+                if is_warning:
+                    warn_stderr(item)
+                    continue
+                write(item)
+                count += 1
+                if count == limit:
+                    return count
+    return count
+
+
 def _format(entry: Entry, fmt: str) -> str:
+    """One output line: the record as written (json) or its table row."""
     if fmt == "json":
-        return entry.raw.decode("ascii", "replace")
-    return table_row(entry.record)
+        return entry.raw.decode("ascii", "replace") + "\n"
+    return table_row(entry.record) + "\n"
 
 
 def query_command(args: argparse.Namespace) -> int:
@@ -200,19 +230,7 @@ def query_command(args: argparse.Namespace) -> int:
     # One set: its files are read in parallel and printed in file order. With --limit every
     # file stops at the limit, and printing stops at the limit-th row overall (the pool is
     # ended then, so files ahead of it are not read to the end).
-    task = functools.partial(_query_file, chosen=chosen, fmt=args.format, limit=args.limit)
-    remaining = args.limit
-    if remaining == 0:
-        return ExitCode.OK
-    with contextlib.closing(per_file(task, work_of(sets), args.jobs)) as parts:
-        for items, _warnings in parts:
-            for kind, text in items:
-                if kind == "warning":
-                    warn_stderr(text)
-                    continue
-                out.write(text + "\n")
-                if remaining is not None:
-                    remaining -= 1
-                    if remaining == 0:
-                        return ExitCode.OK
+    render = functools.partial(_format, fmt=args.format)
+    task = functools.partial(file_rows, chosen=chosen, render=render, limit=args.limit)
+    write_rows(sets, task, args.jobs, out.write, args.limit)
     return ExitCode.OK

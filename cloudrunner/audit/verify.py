@@ -186,7 +186,7 @@ def _analyse(line: _Line) -> _Seen:
     if line.data.startswith(b'{"'):
         facts = _confirmed(line.data)
         if facts is not None:
-            return _Seen(_Line(line.number, line.offset, b"", line.terminated), facts, True)
+            return _Seen(line._replace(data=b""), facts, True)
     record = parse_record(line.data)
     if record is None:
         return _Seen(line, None, _is_json(line.data))
@@ -199,7 +199,7 @@ def _analyse(line: _Line) -> _Seen:
         record_hash(record) == record["hash"],
         record.get("torn") if kind == RecordKind.TORN_RECORD else None,
     )
-    return _Seen(_Line(line.number, line.offset, b"", line.terminated), facts, True)
+    return _Seen(line._replace(data=b""), facts, True)
 
 
 def analyse_file(path: Path) -> Iterator[_Seen]:

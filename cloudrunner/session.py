@@ -42,10 +42,20 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def _file_stem(conversation_id: str) -> str:
-    # Readable where the id is tame, unique always (ids are chosen by the caller).
-    readable = _SAFE.sub("_", conversation_id)[:64] or "empty"
-    digest = hashlib.sha256(conversation_id.encode()).hexdigest()[:16]
-    return f"{readable}-{digest}"
+    """The file name of a conversation's state: a hash of its id and nothing of the id
+    itself (ids come from the caller: no length, character or encoding of theirs reaches
+    the file system; surrogatepass so even an id Unicode cannot encode has a name)."""
+    return "c-" + hashlib.sha256(conversation_id.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _legacy_stem(conversation_id: str) -> str | None:
+    """The name earlier versions gave the state (readable part + short hash), read when the
+    state has no file under its new name yet; never written."""
+    try:
+        digest = hashlib.sha256(conversation_id.encode()).hexdigest()[:16]
+    except UnicodeEncodeError:
+        return None
+    return f"{_SAFE.sub('_', conversation_id)[:64] or 'empty'}-{digest}"
 
 
 class SessionStore:
@@ -71,7 +81,13 @@ class SessionStore:
                 "point --state-dir at a writable directory"
             ) from exc
         path, lock_path = self._paths(conversation_id)
-        with open(lock_path, "a+b") as lock:
+        try:
+            lock = open(lock_path, "a+b")  # noqa: SIM115 - closed by the with below
+        except OSError as exc:
+            raise SessionStateError(
+                f"cannot open the session state lock {lock_path}: {exc.strerror}"
+            ) from exc
+        with lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             try:
                 state = self._read(path, conversation_id)
@@ -86,7 +102,11 @@ class SessionStore:
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
-            return SessionState(conversation_id=conversation_id)
+            legacy = _legacy_stem(conversation_id)
+            old = self.directory / f"{legacy}.json" if legacy else None
+            if old is None or not old.is_file():
+                return SessionState(conversation_id=conversation_id)
+            return self._read(old, conversation_id)
         except OSError as exc:
             raise SessionStateError(f"cannot read session state {path}: {exc.strerror}") from exc
         try:
@@ -105,16 +125,25 @@ class SessionStore:
 
     def _write(self, path: Path, state: SessionState) -> None:
         data = json.dumps(state.model_dump(), indent=1, sort_keys=True).encode() + b"\n"
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
+        except OSError as exc:
+            raise SessionStateError(
+                f"cannot write session state in {self.directory}: {exc.strerror or exc}"
+            ) from exc
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+            if isinstance(exc, OSError):
+                raise SessionStateError(
+                    f"cannot write session state {path}: {exc.strerror or exc}"
+                ) from exc
             raise
 
 
@@ -124,12 +153,24 @@ class PersistentLoopCounterStore:
 
     def __init__(self, store: SessionStore) -> None:
         self._store = store
+        #: why a count could not be kept (the disk is full, ...): the worker reports them
+        self.problems: list[str] = []
 
     def try_consume(self, conversation_id: str, script: str, limit: int | None) -> LoopBudget:
-        with self._store.update(conversation_id) as state:
-            budget = consume(state.loop_counts.get(script, 0), limit)
-            state.loop_counts[script] = budget.used
-            return budget
+        """Check and count; when the count cannot be written, decide from the count read
+        (the follow-up is then not counted) and note the problem, never raise."""
+        try:
+            with self._store.update(conversation_id) as state:
+                budget = consume(state.loop_counts.get(script, 0), limit)
+                state.loop_counts[script] = budget.used
+                return budget
+        except SessionStateError as exc:
+            self.problems.append(f"{exc.message} (this follow-up was not counted)")
+            try:
+                used = self.used(conversation_id, script)
+            except SessionStateError:
+                used = 0
+            return consume(used, limit)
 
     def used(self, conversation_id: str, script: str) -> int:
         return self._store.load(conversation_id).loop_counts.get(script, 0)

@@ -158,6 +158,8 @@ class Settings(_Section):
     """hooks of one source that run at the same time"""
     max_payload_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     """the largest event payload accepted on stdin"""
+    matcher_timeout_ms: int = Field(default=50, ge=1, le=60_000)
+    """how long one matcher may search before the hook's outcome is match_timeout"""
     sources: SourcesSettings = Field(default_factory=SourcesSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
@@ -189,6 +191,7 @@ ENV_KEYS: dict[str, str] = {
     "CLOUDRUNNER_HOOK_TIMEOUT": "hook_timeout",
     "CLOUDRUNNER_MAX_PARALLEL_HOOKS": "max_parallel_hooks",
     "CLOUDRUNNER_MAX_PAYLOAD_BYTES": "max_payload_bytes",
+    "CLOUDRUNNER_MATCHER_TIMEOUT_MS": "matcher_timeout_ms",
     "CLOUDRUNNER_ENTERPRISE_HOOKS": "sources.enterprise_hooks",
     "CLOUDRUNNER_TEAM_HOOKS": "sources.team_hooks",
     "CLOUDRUNNER_TRUST_PROJECT_HOOKS": "sources.trust_project_hooks",

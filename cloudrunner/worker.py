@@ -5,6 +5,13 @@ sandbox runs -> outcomes -> merge -> answer + audit records. Expected failures (
 payload, a non-cloud event, a missing repository) are recorded as `refused` and raised as
 `CloudrunnerError`s for the CLI's error boundary; a hook's failure is an outcome, never an
 exception.
+
+No event without its records: before any hook runs, a `received` record naming the event
+is written and synced; if it cannot be, no hook runs and the event fails (EventNotRecorded).
+Every later record of the event carries `event_seq`, the seq of its `received` record, and
+the `decision` record closes it; when that last write fails after hooks ran, the answer is
+still given (it follows the hooks and the policy) and `audit verify` reports the event as
+incomplete by its seq.
 """
 
 from __future__ import annotations
@@ -26,11 +33,11 @@ import docker.errors
 
 from cloudrunner import environment as project_environment
 from cloudrunner import gate, recording, workspace
-from cloudrunner.audit import AuditWriter, RecordKind, TornAcknowledgement
+from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind, TornAcknowledgement
 from cloudrunner.closing import ClosesOnExit
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.errors import EventNotAvailable, InvalidPayload, UnknownEvent
-from cloudrunner.protocol.events import event_spec, neutral_answer
+from cloudrunner.protocol.events import event_spec, neutral_answer, payload_problem
 from cloudrunner.protocol.merge import MergedAnswer, merge
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.plan import build_plan
@@ -41,7 +48,7 @@ from cloudrunner.sandbox.base import ExecRequest, Sandbox, SandboxLabels, Sandbo
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.factory import open_sandbox
 from cloudrunner.sandbox.session_pool import SessionPool
-from cloudrunner.session import PersistentLoopCounterStore, SessionStore
+from cloudrunner.session import PersistentLoopCounterStore, SessionStateError, SessionStore
 from cloudrunner.settings import Settings
 from cloudrunner.sources import (
     LoadedSource,
@@ -65,6 +72,21 @@ class PayloadRefused(CloudrunnerError):
         self.code = code
 
 
+#: the exit code of `run` when the audit log cannot take an event's first record
+#: (sysexits' EX_IOERR)
+AUDIT_UNWRITABLE_EXIT = 74
+
+
+class EventNotRecorded(PayloadRefused):
+    """The event's first record could not be written (disk full, I/O error, permission), so
+    no hook ran; code `audit-unwritable`. Unlike other refusals it is *not* in the log."""
+
+    exit_code = AUDIT_UNWRITABLE_EXIT
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "audit-unwritable")
+
+
 @dataclass(frozen=True)
 class EventReply:
     answer: dict[str, Any]
@@ -74,6 +96,9 @@ class EventReply:
     outcomes: tuple[tuple[str, str], ...] = ()
     #: the conversation the event belongs to ("" when the payload has none)
     conversation_id: str = ""
+    #: what could not be kept after hooks ran (a record, session state), one line each;
+    #: the answer is still the hooks' answer
+    unrecorded: tuple[str, ...] = ()
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -133,7 +158,7 @@ class Worker(ClosesOnExit):
                 "the payload has no hook_event_name; pass --event NAME",
                 "event-missing",
             )
-        ids = {
+        ids: dict[str, Any] = {
             "conversation_id": str(document.get("conversation_id") or ""),
             "generation_id": str(document.get("generation_id") or ""),
             "event": name,
@@ -150,7 +175,8 @@ class Worker(ClosesOnExit):
         decision = self._gate(ws.root)
         if not decision.open:
             answer = neutral_answer(name)
-            self.audit.append(
+            self._append_first(
+                name,
                 RecordKind.GATED,
                 {
                     **ids,
@@ -180,11 +206,27 @@ class Worker(ClosesOnExit):
                 payload,
                 profile=self.profile,
                 default_timeout=self.settings.hook_timeout,
+                matcher_timeout=self.settings.matcher_timeout_ms / 1000,
             )
         except InvalidPayload as exc:
             self._refuse(name, document, exc.message, "payload-invalid")
-        state = self.sessions.load(plan.conversation_id)
+        try:
+            state = self.sessions.load(plan.conversation_id)
+        except SessionStateError as exc:
+            self._refuse(name, document, exc.message, "session-state-unavailable")
         session_label = plan.conversation_id or f"run-{os.getpid()}"
+        received = self._append_first(
+            name,
+            RecordKind.RECEIVED,
+            {
+                **ids,
+                "session": session_label,
+                "workspace": str(ws.root),
+                "commit": ws.commit,
+                "hooks": [hook.hook_id for hook in plan.hooks_to_run],
+            },
+        )
+        ids["event_seq"] = received["seq"]
         sandboxes = SandboxSet(lambda kind, wd: self._open(kind, wd, ws, session_label))
         try:
             outcome = run_plan(
@@ -196,12 +238,17 @@ class Worker(ClosesOnExit):
             )
         finally:
             sandboxes.close()
-        merged = merge(plan, outcome.results, PersistentLoopCounterStore(self.sessions))
+        loops = PersistentLoopCounterStore(self.sessions)
+        merged = merge(plan, outcome.results, loops)
+        unrecorded = list(loops.problems)
         skipped = self._source_records(sources, state.source_hashes, ids)
-        with self.sessions.update(plan.conversation_id) as fresh:
-            fresh.source_hashes = {_source_key(s): s.sha256 or "" for s in sources.sources}
-            if name == "sessionStart":
-                fresh.env.update(merged.env)
+        try:
+            with self.sessions.update(plan.conversation_id) as fresh:
+                fresh.source_hashes = {_source_key(s): s.sha256 or "" for s in sources.sources}
+                if name == "sessionStart":
+                    fresh.env.update(merged.env)
+        except SessionStateError as exc:
+            unrecorded.append(exc.message)
         records = [
             *skipped,
             *self._hook_records(outcome, merged, ids, ws, session_label),
@@ -219,8 +266,21 @@ class Worker(ClosesOnExit):
                 },
             ),
         ]
-        self.audit.append_many(records)
-        recording.record_event(self.settings, records)
+        try:
+            self.audit.append_many(records)
+        except (AuditLogError, OSError) as exc:
+            unrecorded.append(
+                f"the records of {name} (received as seq {received['seq']}) could not be "
+                f"written: {exc}; `audit verify` reports the event as incomplete"
+            )
+        else:
+            try:
+                recording.record_event(self.settings, records)
+            except (CloudrunnerError, OSError) as exc:
+                unrecorded.append(f"the event stream could not take {name}: {exc}")
+        for problem in unrecorded:
+            # stderr, never stdout: the agent still gets the hooks' answer
+            print(f"cloudrunner: warning: {problem}", file=sys.stderr, flush=True)
         return EventReply(
             merged.answer,
             gated=False,
@@ -229,9 +289,27 @@ class Worker(ClosesOnExit):
                 (str(d.result.hook.source_kind), str(d.result.outcome)) for d in merged.decisions
             ),
             conversation_id=plan.conversation_id,
+            unrecorded=tuple(unrecorded),
         )
 
     # ------------------------------------------------------------------ pieces
+
+    def _append_first(
+        self, event: str, kind: RecordKind, fields: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Write an event's first record and make it durable (unless the operator chose
+        fsync "never"); raises EventNotRecorded when it cannot be written."""
+        try:
+            record = self.audit.append(kind, fields)
+            if self.settings.audit.fsync != "never":
+                self.audit.sync()
+        except (AuditLogError, OSError) as exc:
+            raise EventNotRecorded(
+                f"the {event or 'event'} event was not run: its first audit record could not "
+                f"be written ({exc}); free space or fix the permissions of "
+                f"{self.settings.audit_path}"
+            ) from exc
+        return record
 
     def _gate(self, root: Path) -> gate.GateDecision:
         """The gate's decision; once a probe found `root` writable, it is not probed again
@@ -269,6 +347,15 @@ class Worker(ClosesOnExit):
                 f"the payload must be a JSON object, not {type(document).__name__}",
                 "payload-not-json",
             )
+        problem = payload_problem(document)
+        if problem is not None:
+            # the refused record keeps only what is safe to encode, never the payload
+            self._refuse(
+                event or _safe_text(document.get("hook_event_name")),
+                {},
+                f"the payload cannot be kept as sent: {problem}",
+                "payload-unencodable",
+            )
         return dict(document)
 
     def refuse(self, event: str, reason: str, code: str) -> NoReturn:
@@ -280,20 +367,23 @@ class Worker(ClosesOnExit):
         return list(self._workspaces.values())
 
     def _refuse(self, event: str, document: Mapping[str, Any], reason: str, code: str) -> NoReturn:
-        self.audit.append(
-            RecordKind.REFUSED,
-            {
-                "event": event,
-                "conversation_id": str(document.get("conversation_id") or ""),
-                "generation_id": str(document.get("generation_id") or ""),
-                "payload": dict(document),
-                "reason": reason,
-            },
-        )
+        fields = {
+            "event": _safe_text(event),
+            "conversation_id": _safe_text(document.get("conversation_id")),
+            "generation_id": _safe_text(document.get("generation_id")),
+            "payload": dict(document),
+            "reason": reason,
+        }
+        try:
+            self.audit.append(RecordKind.REFUSED, fields)
+        except (AuditLogError, OSError) as exc:
+            raise EventNotRecorded(
+                f"{reason}; and the refusal could not be recorded either ({exc})"
+            ) from exc
         raise PayloadRefused(reason, code)
 
     def _resolve_workspace(
-        self, document: Mapping[str, Any], ids: Mapping[str, str]
+        self, document: Mapping[str, Any], ids: Mapping[str, Any]
     ) -> workspace.Workspace:
         # One checkout per configured workspace; without one, per payload workspace root
         # (a daemon's default worker serves many conversations in different checkouts).
@@ -491,7 +581,7 @@ class Worker(ClosesOnExit):
         self,
         sources: SourceSet,
         seen: Mapping[str, str],
-        ids: Mapping[str, str],
+        ids: Mapping[str, Any],
     ) -> list[tuple[RecordKind, dict[str, Any]]]:
         """One `skipped` record per diagnostic of a source the conversation has not seen in
         this version yet (a skipped user source, a prompt hook, a broken file, ...)."""
@@ -525,7 +615,7 @@ class Worker(ClosesOnExit):
         self,
         outcome: RunOutcome,
         merged: MergedAnswer,
-        ids: Mapping[str, str],
+        ids: Mapping[str, Any],
         ws: workspace.Workspace,
         session: str,
     ) -> list[tuple[RecordKind, dict[str, Any]]]:
@@ -623,6 +713,15 @@ def _attested_limits(attestation: Mapping[str, Any], timeout: float) -> dict[str
     """The limits the engine reported in force for this hook's container, plus its timeout."""
     found = {key: attestation[key] for key in _LIMIT_KEYS if key in attestation}
     return {**found, "timeout_s": timeout}
+
+
+def _safe_text(value: Any) -> str:
+    """An id as text any record can hold: a surrogate or a NUL is escaped, not kept."""
+    if value is None or value == "":
+        return ""
+    text = value if isinstance(value, str) else str(value)
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text.replace("\x00", "\\x00")
 
 
 def _source_key(source: LoadedSource) -> str:

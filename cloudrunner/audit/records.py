@@ -14,6 +14,9 @@ from cloudrunner.audit.digest import TextDigest
 
 
 class RecordKind(StrEnum):
+    #: an event about to run its hooks, written and synced before any runs; the event's
+    #: later records carry its seq as `event_seq`, and its `decision` record closes it
+    RECEIVED = "received"
     #: one hook execution (whatever its outcome, skipped included)
     HOOK = "hook"
     #: the final decision for one event, after the merge

@@ -494,3 +494,80 @@ def neutral_answer(event: str) -> dict[str, Any]:
     if spec.decision is Decision.CONTINUE:
         return {"continue": True}
     return {}
+
+
+# ---------------------------------------------------------------------- payloads we can keep
+
+#: how deep a payload may nest (objects and arrays together); a deeper one is refused, since
+#: its records could not be encoded (and no agent sends one)
+MAX_PAYLOAD_DEPTH = 64
+#: fields that name something (ids, event, paths): a NUL in them is refused, since file
+#: names, container labels and the engine cannot hold one
+NAME_FIELDS = (
+    "conversation_id", "generation_id", "hook_event_name", "workspace_roots", "transcript_path",
+    "agent_transcript_path", "cwd", "file_path", "tool_use_id", "subagent_id",
+    "parent_conversation_id", "tool_call_id", "session_id",
+)  # fmt: skip
+_SHOWN_PATH = 80
+
+
+def payload_problem(document: Any) -> str | None:
+    """Why a decoded payload cannot be kept as it is, or None.
+
+    Refused: nesting deeper than `MAX_PAYLOAD_DEPTH`; a lone UTF-16 surrogate (`\\ud800`)
+    anywhere, key or value (it has no UTF-8 encoding, so neither records, session state
+    nor hooks' environments could hold it); a NUL in one of `NAME_FIELDS`. Iterative, so a
+    payload nested thousands deep costs no recursion.
+    """
+    stack: list[tuple[Any, str, int]] = [(document, "", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth >= MAX_PAYLOAD_DEPTH:
+                return (
+                    f"nested deeper than {MAX_PAYLOAD_DEPTH} levels (at {_shown(where)}); "
+                    "send a flatter payload"
+                )
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if isinstance(key, str) and not _encodable(key):
+                    return (
+                        f"a key under {_shown(where)} holds a lone UTF-16 surrogate, "
+                        "which has no UTF-8 encoding; send valid Unicode text"
+                    )
+                path = (
+                    f"{where}.{key}"
+                    if where and isinstance(key, str)
+                    else (f"{where}[{key}]" if where else str(key))
+                )
+                stack.append((item, path, depth + 1))
+        elif isinstance(value, str) and not _encodable(value):
+            return (
+                f"{_shown(where)} holds a lone UTF-16 surrogate, which has no UTF-8 "
+                "encoding; send valid Unicode text"
+            )
+    if isinstance(document, dict):
+        for name in NAME_FIELDS:
+            value = document.get(name)
+            texts = value if isinstance(value, list) else [value]
+            if any(isinstance(text, str) and "\x00" in text for text in texts):
+                return f"`{name}` holds a NUL character; ids and paths cannot hold one"
+    return None
+
+
+def _encodable(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(where: str) -> str:
+    if not where:
+        return "the top level"
+    short = where if len(where) <= _SHOWN_PATH else where[: _SHOWN_PATH - 3] + "..."
+    # keys are the sender's text: shown escaped, so the message stays one line
+    return f"`{short.encode('unicode_escape').decode('ascii')}`"

@@ -5,14 +5,30 @@ field per event lives in `events.EVENTS`). No matcher, an empty one, or `*` matc
 everything. On an event with no matcher field the matcher does not filter (validation warns).
 A matcher that does not compile never matches; the plan turns that into a skipped hook, or a
 block when the hook is failClosed.
+
+Matchers are JavaScript regular expressions (Cursor's semantics; `js_regex` translates them)
+run by the `regex` engine, which stops a search after a time budget and releases the GIL
+while it searches: a pathological pattern costs at most its budget and stalls no other
+thread. A search over budget is a `match_timeout`, its own outcome (a block when failClosed).
 """
 
 from __future__ import annotations
 
-import re
+import functools
 from dataclasses import dataclass
 
+import regex
+
 from cloudrunner.protocol.events import EventInput, EventSpec
+from cloudrunner.protocol.js_regex import JsSyntaxError, Translation, translate
+
+#: the search budget of one matcher evaluation when the caller gives none (worker setting
+#: `matcher_timeout_ms`)
+DEFAULT_MATCH_TIMEOUT_S = 0.05
+
+#: how a matcher is compiled: ASCII makes \\d, \\w and \\b JavaScript's; V0 keeps the
+#: `re`-compatible syntax the translation targets
+_FLAGS = regex.ASCII | regex.V0
 
 #: a subject longer than this is searched only in its first part, so one huge command string
 #: cannot make a matcher search expensive (hooks still receive the whole payload)
@@ -22,9 +38,11 @@ SUBJECT_LIMIT = 64 * 1024
 @dataclass(frozen=True)
 class CompiledMatcher:
     source: str | None
-    pattern: re.Pattern[str] | None
+    pattern: regex.Pattern[str] | None
     #: the compile error, when the matcher is not a valid regular expression
     error: str | None
+    #: how the JavaScript pattern was read (None for match-everything or invalid matchers)
+    translation: Translation | None = None
 
     @property
     def matches_everything(self) -> bool:
@@ -35,13 +53,19 @@ class CompiledMatcher:
         return self.error is None
 
 
+@functools.lru_cache(maxsize=1024)
 def compile_matcher(source: str | None) -> CompiledMatcher:
+    """Compile once per pattern (cached: a worker sees the same few matchers on every event)."""
     if source is None or source == "" or source == "*":
         return CompiledMatcher(source, None, None)
     try:
-        return CompiledMatcher(source, re.compile(source), None)
-    except (re.error, OverflowError, RecursionError) as exc:
+        translation = translate(source)
+        pattern = regex.compile(translation.pattern, _FLAGS)
+    except JsSyntaxError as exc:
+        return CompiledMatcher(source, None, f"not an ECMAScript regular expression: {exc}")
+    except (regex.error, OverflowError, RecursionError, ValueError) as exc:
         return CompiledMatcher(source, None, f"{exc}")
+    return CompiledMatcher(source, pattern, None, translation)
 
 
 @dataclass(frozen=True)
@@ -50,9 +74,17 @@ class MatchResult:
     #: the string the matcher was searched in (None when the matcher did not need one)
     subject: str | None
     reason: str
+    #: the search went over its budget: neither a match nor a miss (outcome match_timeout)
+    timed_out: bool = False
 
 
-def match(matcher: CompiledMatcher, spec: EventSpec, payload: EventInput) -> MatchResult:
+def match(
+    matcher: CompiledMatcher,
+    spec: EventSpec,
+    payload: EventInput,
+    *,
+    timeout_s: float = DEFAULT_MATCH_TIMEOUT_S,
+) -> MatchResult:
     if matcher.error is not None:
         return MatchResult(False, None, f"invalid matcher {matcher.source!r}: {matcher.error}")
     if matcher.pattern is None:
@@ -65,6 +97,16 @@ def match(matcher: CompiledMatcher, spec: EventSpec, payload: EventInput) -> Mat
     # A payload without the field is matched as the empty string: a matcher that needs the
     # field then does not match, and one that accepts anything still does.
     subject = spec.matcher_subject(payload) or ""
-    found = matcher.pattern.search(subject[:SUBJECT_LIMIT]) is not None
+    try:
+        found = matcher.pattern.search(subject[:SUBJECT_LIMIT], timeout=timeout_s) is not None
+    except TimeoutError:
+        shown = subject if len(subject) <= 200 else subject[:197] + "..."
+        return MatchResult(
+            False,
+            subject,
+            f"match_timeout: matcher {matcher.source!r} was still searching {shown!r} after "
+            f"its {timeout_s * 1000:g} ms budget (matcher_timeout_ms)",
+            timed_out=True,
+        )
     verb = "matches" if found else "does not match"
     return MatchResult(found, subject, f"matcher {matcher.source!r} {verb} {subject!r}")

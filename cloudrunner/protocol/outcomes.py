@@ -20,6 +20,9 @@ class Outcome(StrEnum):
     OOM = "oom"
     #: the sandbox could not run the hook (missing image, engine down, agent dead, ...)
     SANDBOX_ERROR = "sandbox_error"
+    #: the hook's matcher was still searching when its time budget (matcher_timeout_ms) ran
+    #: out: the hook did not run (a block when it is failClosed)
+    MATCH_TIMEOUT = "match_timeout"
     #: not run, with a reason (gated, short-circuited, over loop budget, invalid matcher, ...)
     SKIPPED = "skipped"
 

@@ -4,8 +4,9 @@ Tiers follow source priority (enterprise, team, project, user); within a tier ho
 file order and run concurrently. Hooks that are decided without running are resolved here
 as skipped results: an identical definition already planned in the same list (run once), a
 prompt hook (cloudrunner cannot run those), and an invalid matcher (never runs; a
-failClosed one blocks every event of its type). Hooks whose matcher does not match are
-listed separately, so the audit can say why they did not run.
+failClosed one blocks every event of its type), and a matcher whose search went over its
+time budget (outcome match_timeout: a failure, so a block when failClosed). Hooks whose
+matcher does not match are listed separately, so the audit can say why they did not run.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pydantic import ValidationError
 from cloudrunner.protocol.config import HookDefinition, HookEntry
 from cloudrunner.protocol.errors import EventNotAvailable, InvalidPayload
 from cloudrunner.protocol.events import EventInput, EventSpec, event_spec
-from cloudrunner.protocol.matchers import MatchResult, match
+from cloudrunner.protocol.matchers import DEFAULT_MATCH_TIMEOUT_S, MatchResult, match
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.protocol.results import HookResult, block_answer, skipped
@@ -202,8 +203,10 @@ def build_plan(
     *,
     profile: Profile = Profile.CLOUD,
     default_timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    matcher_timeout: float = DEFAULT_MATCH_TIMEOUT_S,
 ) -> Plan:
-    """Plan one event. Raises `UnknownEvent`, `EventNotAvailable` or `InvalidPayload`."""
+    """Plan one event. Raises `UnknownEvent`, `EventNotAvailable` or `InvalidPayload`.
+    `matcher_timeout`: seconds one matcher may search before it is a match_timeout."""
     spec = event_spec(event)
     if not profile.runs_event(spec.in_cloud):
         raise EventNotAvailable(event, str(profile), spec.not_in_cloud_reason or "")
@@ -213,7 +216,7 @@ def build_plan(
         entries = source.hooks.get(event, ())
         if not entries or source.path is None:
             continue
-        tiers.append(_tier(source, entries, spec, model, default_timeout))
+        tiers.append(_tier(source, entries, spec, model, default_timeout, matcher_timeout))
     return Plan(spec, model, raw, model.conversation_id or "", tuple(tiers))
 
 
@@ -223,6 +226,7 @@ def _tier(
     spec: EventSpec,
     payload: EventInput,
     default_timeout: float,
+    matcher_timeout: float = DEFAULT_MATCH_TIMEOUT_S,
 ) -> Tier:
     assert source.path is not None
     path = source.path
@@ -243,7 +247,7 @@ def _tier(
             timeout=d.timeout if d.timeout is not None else default_timeout,
             fail_closed=d.fail_closed,
             loop_limit=d.loop_limit,
-            match=match(entry.matcher, spec, payload),
+            match=match(entry.matcher, spec, payload, timeout_s=matcher_timeout),
         )
         original = first_of.setdefault(entry.canonical, entry)
         if original is not entry:
@@ -256,6 +260,8 @@ def _tier(
             )
         elif not entry.matcher.valid:
             resolved.append(_broken_matcher(hook, spec))
+        elif hook.match.timed_out:
+            resolved.append(_timed_out_matcher(hook, spec))
         elif hook.match.matched:
             run.append(hook)
         else:
@@ -276,3 +282,18 @@ def _broken_matcher(hook: PlannedHook, spec: EventSpec) -> HookResult:
             fail_closed_block=True,
         )  # fmt: skip
     return skipped(hook, f"{reason}: never runs")
+
+
+def _timed_out_matcher(hook: PlannedHook, spec: EventSpec) -> HookResult:
+    """Neither a match nor a miss: the hook did not run, and a failClosed one blocks."""
+    reason = hook.match.reason
+    if hook.fail_closed and spec.can_block:
+        message = (
+            f"blocked: the matcher of the failClosed hook {hook.describe()} ran out of time "
+            "(match_timeout); simplify the matcher in its hooks file"
+        )
+        return HookResult(
+            hook, Outcome.MATCH_TIMEOUT, block_answer(spec, message), reason,
+            fail_closed_block=True,
+        )  # fmt: skip
+    return HookResult(hook, Outcome.MATCH_TIMEOUT, {}, reason)

@@ -380,6 +380,10 @@ _REFUSAL_STATUS = {
     "unknown-event": 404,
     "event-not-in-cloud": 422,
     "workspace-unavailable": 422,
+    "payload-unencodable": 400,
+    # the worker cannot keep the event's records: nothing ran; the client applies its policy
+    "audit-unwritable": 503,
+    "session-state-unavailable": 503,
 }
 
 

@@ -166,6 +166,43 @@ def _script_warnings(entry: HookEntry, repository: Path, file: str) -> list[Diag
     return out
 
 
+def _matcher_warnings(entry: HookEntry, file: str) -> list[Diagnostic]:
+    """A matcher that compiles but may not do what its author meant: a shape that can
+    backtrack catastrophically (its search may run out of time: match_timeout), or an
+    escape JavaScript reads differently from Python."""
+    translation = entry.matcher.translation
+    if translation is None:
+        return []
+    shown = entry.definition.matcher
+    pointer = f"{entry.pointer}/matcher"
+    spec = EVENTS[entry.event]
+    blocks = entry.definition.fail_closed and spec.can_block
+    consequence = "the hook does not run" + (
+        ", and blocks since it is failClosed" if blocks else ""
+    )
+    out = [
+        warning(
+            "matcher-backtracking",
+            f"matcher {shown!r}: {shape}, the shape of catastrophic backtracking; on some "
+            f"inputs its search runs out of time (matcher_timeout_ms) and {consequence} "
+            "(outcome match_timeout); rewrite it without the nested repetition",
+            file=file,
+            pointer=pointer,
+        )
+        for shape in translation.backtracking
+    ]
+    out.extend(
+        warning(
+            "matcher-not-javascript",
+            f"matcher {shown!r}: {note} (matchers are JavaScript regular expressions)",
+            file=file,
+            pointer=pointer,
+        )
+        for note in translation.notes
+    )
+    return out
+
+
 def validate_file(target: Target, profile: Profile, kind: SourceKind) -> FileReport:
     file = str(target.file)
     try:
@@ -201,6 +238,7 @@ def validate_file(target: Target, profile: Profile, kind: SourceKind) -> FileRep
                     )
                     continue
                 verdicts.append(_verdict(kind, entry, profile))
+                scripts.extend(_matcher_warnings(entry, file))
                 if target.repository is not None and kind is SourceKind.PROJECT:
                     scripts.extend(_script_warnings(entry, target.repository, file))
     if scripts:

@@ -61,6 +61,7 @@ def verify_command(args: argparse.Namespace) -> int:
 
 def render_text(report: VerifyReport) -> str:
     out: list[str] = [problem.text() for problem in report.problems]
+    out.extend(f"incomplete: {problem.text()}" for problem in report.incomplete)
     files = report.files[-1] if report.files else "?"
     if len(report.files) > 1:
         files += f" (+{len(report.files) - 1} rotated)"
@@ -80,6 +81,15 @@ def render_text(report: VerifyReport) -> str:
         out.append(f"audit log OK: {files}: {span}{torn}")
         if report.last_hash is not None:
             out.append(f"last hash: {report.last_hash}")
+    elif report.verdict == "incomplete":
+        count = len(report.incomplete)
+        seqs = ", ".join(str(problem.seq) for problem in report.incomplete[:10])
+        more = ", ..." if count > 10 else ""
+        out.append(
+            f"audit log INCOMPLETE: {files}: the chain holds, but {count} event"
+            f"{'s have' if count > 1 else ' has'} no decision record (received as seq "
+            f"{seqs}{more}); {span}"
+        )
     elif report.verdict == "truncated":
         out.append(
             f"audit log TRUNCATED: {files}: the last record was cut short, most likely by a "

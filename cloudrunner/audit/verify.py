@@ -10,6 +10,12 @@ after it.
 
 What a hash chain cannot show: records cut from the *end* of the newest file. `last_seq`
 and `last_hash` in the report are what an operator keeps elsewhere to catch that.
+
+Events are checked too: a `received` record opens an event (its hooks may run from then on)
+and the `decision` record whose `event_seq` names it closes it. An event left open is
+*incomplete*: reported by the seq of its `received` record, since its hooks may have run
+without their records (the disk filled up, the worker died) — or it was still running when
+the log was read.
 """
 
 from __future__ import annotations
@@ -70,6 +76,8 @@ class VerifyReport:
     last_hash: str | None = None
     torn: list[TornLine] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    #: events with a `received` record and no `decision`, by the seq of their `received`
+    incomplete: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     #: the live file's last line, cut short and not acknowledged: most likely a writer that
     #: crashed mid-write (also in `problems`, since the log does not verify until the next
@@ -78,14 +86,15 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problems and not self.incomplete
 
     @property
     def verdict(self) -> str:
-        """ok; truncated (the only problem is a torn last record: a crash, not tampering);
+        """ok; incomplete (the chain holds, but an event has no decision record);
+        truncated (the only problem is a torn last record: a crash, not tampering);
         broken (anything else)."""
         if not self.problems:
-            return "ok"
+            return "incomplete" if self.incomplete else "ok"
         if self.problems == [self.truncated]:
             return "truncated"
         return "broken"
@@ -136,6 +145,10 @@ class _Facts(NamedTuple):
     hash_ok: bool
     #: a torn_record's `torn` spans, else None
     torn: Any
+    #: a `received` record's event name, else None
+    opens: str | None = None
+    #: a `decision` record's `event_seq` (the event it closes), else None
+    closes: int | None = None
 
 
 class _Seen(NamedTuple):
@@ -179,7 +192,19 @@ def _confirmed(data: bytes) -> _Facts | None:
     if hashlib.sha256(text).hexdigest() != hash_:
         return None
     torn = value.get("torn") if kind == RecordKind.TORN_RECORD else None
-    return _Facts(seq, kind, hash_, prev_hash, True, torn)
+    return _Facts(seq, kind, hash_, prev_hash, True, torn, *_event_link(value))
+
+
+def _event_link(record: dict[str, Any]) -> tuple[str | None, int | None]:
+    """(event opened, event_seq closed) by a record: see the module's docstring."""
+    kind = record.get("kind")
+    if kind == RecordKind.RECEIVED:
+        event = record.get("event")
+        return (event if isinstance(event, str) else "?"), None
+    event_seq = record.get("event_seq")
+    if kind == RecordKind.DECISION and type(event_seq) is int:
+        return None, event_seq
+    return None, None
 
 
 def _analyse(line: _Line) -> _Seen:
@@ -198,6 +223,7 @@ def _analyse(line: _Line) -> _Seen:
         record["prev_hash"],
         record_hash(record) == record["hash"],
         record.get("torn") if kind == RecordKind.TORN_RECORD else None,
+        *_event_link(record),
     )
     return _Seen(line._replace(data=b""), facts, True)
 
@@ -232,6 +258,8 @@ class _Verifier:
         self.anchor: _Anchor | None = None
         self.pending: list[_Line] = []
         self.lines_seen = 0
+        #: received events not closed yet: seq -> (file, line, event)
+        self.open_events: dict[int, tuple[str, int, str]] = {}
 
     def problem(self, file: str, line: int, seq: int | None, message: str) -> None:
         self.report.problems.append(Problem(file, line, seq, message))
@@ -311,6 +339,10 @@ class _Verifier:
                 "hash does not match the record's content: the record was altered",
             )
         self.check_link(name, line, record)
+        if record.opens is not None:
+            self.open_events[seq] = (name, line.number, record.opens)
+        elif record.closes is not None:
+            self.open_events.pop(record.closes, None)
         self.report.records += 1
         if self.report.first_seq is None:
             self.report.first_seq = seq
@@ -421,6 +453,17 @@ def verify_log(path: Path | str, *, jobs: int = 1) -> VerifyReport:
             for (file, is_live), (packed, _none) in zip(work, parts, strict=True):
                 verifier.check_file(file, _unpacked(packed), is_live=is_live)
     report = verifier.report
+    for seq, (name, line, event) in sorted(verifier.open_events.items()):
+        report.incomplete.append(
+            Problem(
+                name,
+                line,
+                seq,
+                f"the {event} event received here has no decision record: its hooks may "
+                "have run without their records (disk full, I/O error, a killed worker), "
+                "or it was still running when the log was read",
+            )
+        )
     if report.records == 0 and verifier.lines_seen > 0:
         raise not_a_log(str(path), "it holds no audit record")
     return report

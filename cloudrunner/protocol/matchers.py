@@ -62,7 +62,7 @@ def compile_matcher(source: str | None) -> CompiledMatcher:
         translation = translate(source)
         pattern = regex.compile(translation.pattern, _FLAGS)
     except JsSyntaxError as exc:
-        return CompiledMatcher(source, None, f"not an ECMAScript regular expression: {exc}")
+        return CompiledMatcher(source, None, str(exc))
     except (regex.error, OverflowError, RecursionError, ValueError) as exc:
         return CompiledMatcher(source, None, f"{exc}")
     return CompiledMatcher(source, pattern, None, translation)

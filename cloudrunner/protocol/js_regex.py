@@ -11,7 +11,9 @@ meaning:
 - `\\d`, `\\w`, `\\b` are ASCII; `\\s` is JavaScript's white space set (ASCII white space,
   U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000, U+FEFF);
 - `[^]` matches any character, newline included, and `[]` matches nothing;
-- `(?<name>...)` and `\\k<name>` are named groups and their back references;
+- `(?<name>...)` and `\\k<name>` are named groups and their back references; a reference
+  to a group that has not captured (later, still open, or not taken) matches the empty
+  string; a quantified lookbehind is an error;
 - an escaped letter that JavaScript does not define (`\\A`, `\\Z`, `\\z`, `\\p`, `\\h`, ...)
   is that letter, `\\8`/`\\9` are digits, a number above the group count is octal;
 - a `{` that does not start a quantifier is a literal brace;
@@ -61,6 +63,11 @@ class _Group:
     start: int
     has_quantifier: bool = False
     has_alternation: bool = False
+    #: the capture number (None: not capturing) and name
+    number: int | None = None
+    name: str | None = None
+    #: JavaScript does not let a lookbehind be quantified
+    lookbehind: bool = False
 
 
 def translate(source: str) -> Translation:
@@ -80,6 +87,9 @@ class _Translator:
         #: that a quantifier may follow)
         self.last = ""
         self.closed = _Group(0)
+        #: capturing groups opened so far (their numbers are 1..opened), and their names
+        self.opened = 0
+        self.opened_names: set[str] = set()
 
     def fail(self, message: str, at: int | None = None) -> JsSyntaxError:
         return JsSyntaxError(message, self.i if at is None else at)
@@ -142,19 +152,22 @@ class _Translator:
     def open_group(self) -> None:
         src, i = self.src, self.i
         if not src.startswith("(?", i):
-            self.stack.append(_Group(i))
+            self.opened += 1
+            self.stack.append(_Group(i, number=self.opened))
             self.emit("(", "", 1)
             return
         for prefix in ("(?:", "(?=", "(?!", "(?<=", "(?<!"):
             if src.startswith(prefix, i):
-                self.stack.append(_Group(i))
+                self.stack.append(_Group(i, lookbehind=prefix.startswith("(?<")))
                 self.emit(prefix, "", len(prefix))
                 return
         if src.startswith("(?<", i):
             name = _GROUP_NAME.match(src, i + 3)
             if name is None or not src.startswith(">", name.end()):
                 raise self.fail("invalid capture group name")
-            self.stack.append(_Group(i))
+            self.opened += 1
+            self.opened_names.add(name.group(0))
+            self.stack.append(_Group(i, number=self.opened, name=name.group(0)))
             self.emit(f"(?<{name.group(0)}>", "", name.end() + 1 - i)
             return
         shown = src[i : i + 4]
@@ -168,7 +181,8 @@ class _Translator:
             raise self.fail("unmatched ')'")
         group = self.stack.pop()
         self.stack[-1].has_quantifier |= group.has_quantifier
-        self.emit(")", "group")
+        # a quantified lookbehind is a syntax error in JavaScript
+        self.emit(")", "" if group.lookbehind else "group")
         self.closed = group
 
     def quantifier(self, text: str, end: int, *, unbounded: bool) -> None:
@@ -212,7 +226,7 @@ class _Translator:
                 raise self.fail("invalid named reference")
             if name.group(0) not in self.names:
                 raise self.fail(f"invalid named capture referenced: {name.group(0)}")
-            self.emit(f"(?P={name.group(0)})", "atom", name.end() + 1 - i)
+            self.emit(self.backreference(name.group(0)), "atom", name.end() + 1 - i)
         else:
             text, length = self.literal_escape(in_class=False)
             self.emit(text, "atom", length)
@@ -223,10 +237,23 @@ class _Translator:
         assert digits is not None
         number = digits.group(0)
         if number != "0" and not number.startswith("0") and int(number) <= self.groups:
-            self.emit(f"(?:\\g<{int(number)}>)", "atom", 1 + len(number))
+            self.emit(self.backreference(int(number)), "atom", 1 + len(number))
             return
         text, length = self.octal_or_digit(i + 1)
         self.emit(text, "atom", length)
+
+    def backreference(self, group: int | str) -> str:
+        """JavaScript: a reference to a group that has not captured (later in the pattern,
+        still open, or not taken) matches the empty string; `regex` would fail there."""
+        if isinstance(group, int):
+            opened = group <= self.opened
+            test, ref = str(group), f"\\g<{group}>"
+        else:
+            opened = group in self.opened_names
+            test, ref = group, f"(?P={group})"
+        if not opened or any(g.number == group or g.name == group for g in self.stack):
+            return "(?:)"
+        return f"(?({test}){ref})"
 
     def octal_or_digit(self, at: int) -> tuple[str, int]:
         """Annex B: `\\0`-`\\377` are octal escapes, `\\8` and `\\9` the digits themselves."""

@@ -121,3 +121,13 @@ ROWS: list[tuple[str, str, bool | None]] = [
     ("^MCP:", "MCP:x", True),
     ("rm\\s+-rf", "rm  -rf /", True),
 ]
+
+ROWS += [
+    # a reference to a group that has not captured matches the empty string
+    (r"\1(a)", "a", True),
+    (r"(a)|\1b", "b", True),
+    (r"(a\1)", "a", True),
+    (r"\k<n>(?<n>a)", "a", True),
+    (r"(?<=a){2}", "aa", None),
+    (r"(?=a)*a", "a", True),
+]

@@ -110,10 +110,13 @@ class SessionStore:
         except OSError as exc:
             raise SessionStateError(f"cannot read session state {path}: {exc.strerror}") from exc
         try:
-            state = SessionState.model_validate_json(raw)
-        except ValidationError as exc:
+            # the standard library's decoder: it reads back the `\ud800` escapes json.dumps
+            # writes for an id Unicode cannot encode (pydantic's JSON parser refuses them)
+            state = SessionState.model_validate(json.loads(raw))
+        except (ValidationError, ValueError, RecursionError) as exc:
+            count = exc.error_count() if isinstance(exc, ValidationError) else 1
             raise SessionStateError(
-                f"session state {path} is damaged ({exc.error_count()} problem(s)); "
+                f"session state {path} is damaged ({count} problem(s)); "
                 "move it aside to start the conversation's state afresh"
             ) from exc
         if state.conversation_id != conversation_id:

@@ -37,7 +37,12 @@ from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind, TornAcknow
 from cloudrunner.closing import ClosesOnExit
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.errors import EventNotAvailable, InvalidPayload, UnknownEvent
-from cloudrunner.protocol.events import event_spec, neutral_answer, payload_problem
+from cloudrunner.protocol.events import (
+    MAX_PAYLOAD_DEPTH,
+    event_spec,
+    neutral_answer,
+    payload_problem,
+)
 from cloudrunner.protocol.merge import MergedAnswer, merge
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.plan import build_plan
@@ -336,7 +341,15 @@ class Worker(ClosesOnExit):
             )
         try:
             document: Any = json.loads(payload.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        except RecursionError:
+            self._refuse(
+                event or "",
+                {},
+                "the payload cannot be kept as sent: nested deeper than "
+                f"{MAX_PAYLOAD_DEPTH} levels; send a flatter payload",
+                "payload-unencodable",
+            )
+        except (UnicodeDecodeError, ValueError) as exc:
             self._refuse(
                 event or "", {}, f"the payload is not a JSON document ({exc})", "payload-not-json"
             )
@@ -352,9 +365,10 @@ class Worker(ClosesOnExit):
             # the refused record keeps only what is safe to encode, never the payload
             self._refuse(
                 event or _safe_text(document.get("hook_event_name")),
-                {},
+                document,
                 f"the payload cannot be kept as sent: {problem}",
                 "payload-unencodable",
+                keep_payload=False,
             )
         return dict(document)
 
@@ -366,12 +380,22 @@ class Worker(ClosesOnExit):
         """The checkouts this worker has resolved so far."""
         return list(self._workspaces.values())
 
-    def _refuse(self, event: str, document: Mapping[str, Any], reason: str, code: str) -> NoReturn:
+    def _refuse(
+        self,
+        event: str,
+        document: Mapping[str, Any],
+        reason: str,
+        code: str,
+        *,
+        keep_payload: bool = True,
+    ) -> NoReturn:
+        """Record a refusal and raise; `keep_payload` False for a payload that cannot be
+        encoded (its ids are kept escaped, the payload itself not at all)."""
         fields = {
             "event": _safe_text(event),
             "conversation_id": _safe_text(document.get("conversation_id")),
             "generation_id": _safe_text(document.get("generation_id")),
-            "payload": dict(document),
+            "payload": dict(document) if keep_payload else {},
             "reason": reason,
         }
         try:
@@ -719,6 +743,8 @@ def _safe_text(value: Any) -> str:
     """An id as text any record can hold: a surrogate or a NUL is escaped, not kept."""
     if value is None or value == "":
         return ""
+    if isinstance(value, dict | list):
+        return f"({type(value).__name__})"  # not an id; its repr could nest without end
     text = value if isinstance(value, str) else str(value)
     text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text.replace("\x00", "\\x00")

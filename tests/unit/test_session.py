@@ -74,3 +74,46 @@ def test_persistent_loop_store_counts_up_to_the_limit_across_stores(tmp_path: Pa
     assert second.used("c", "stop-script") == 2
     assert second.try_consume("other", "stop-script", 2).used == 1
     assert all(second.try_consume("c", "unlimited", None).allowed for _ in range(7))
+
+
+def test_file_names_are_a_hash_of_the_id_and_nothing_of_it(tmp_path: Path) -> None:
+    ids = ["../../etc/passwd", "c\ud800", "x" * 5000, "a\x00b", "", "conv-1"]
+    store = SessionStore(tmp_path)
+    for n, conversation in enumerate(ids):
+        with store.update(conversation) as state:
+            state.loop_counts["k"] = n
+    names = sorted(p.name for p in (tmp_path / "sessions").iterdir())
+    assert len(names) == 2 * len(ids)  # the state and its lock, per id
+    for name in names:
+        stem, _, suffix = name.partition(".")
+        assert suffix in ("json", "lock")
+        assert stem.startswith("c-") and len(stem) == 2 + 64
+        assert all(ch in "0123456789abcdef" for ch in stem[2:])
+    for n, conversation in enumerate(ids):
+        assert SessionStore(tmp_path).load(conversation).loop_counts == {"k": n}
+
+
+def test_state_written_under_the_old_name_is_still_read(tmp_path: Path) -> None:
+    import hashlib
+    import json
+
+    old = tmp_path / "sessions" / f"conv_1-{hashlib.sha256(b'conv/1').hexdigest()[:16]}.json"
+    old.parent.mkdir()
+    old.write_text(json.dumps({"conversation_id": "conv/1", "loop_counts": {"k": 1}}))
+    store = SessionStore(tmp_path)
+    assert store.load("conv/1").loop_counts == {"k": 1}
+    with store.update("conv/1") as state:
+        state.loop_counts["k"] += 1
+    assert store.load("conv/1").loop_counts == {"k": 2}
+
+
+def test_a_loop_count_that_cannot_be_written_is_reported_not_raised(tmp_path: Path) -> None:
+    from cloudrunner.session import PersistentLoopCounterStore
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    loops = PersistentLoopCounterStore(SessionStore(blocker))
+    budget = loops.try_consume("c", "stop-script", 2)
+    assert budget.allowed  # decided from the count read (none): under the limit
+    (problem,) = loops.problems
+    assert "session state directory" in problem and "not counted" in problem

@@ -259,3 +259,72 @@ def test_output_aliases_are_wire_names() -> None:
     assert parsed("postToolUse", '{"updated_mcp_tool_output": {"m": 1}}') == {
         "updated_mcp_tool_output": {"m": 1}
     }
+
+
+# ---------------------------------------------------------------------- payloads we can keep
+
+import json as _json  # noqa: E402
+
+from hypothesis import given  # noqa: E402
+from hypothesis import settings as _settings  # noqa: E402
+from hypothesis import strategies as _st  # noqa: E402
+
+from cloudrunner.protocol.events import MAX_PAYLOAD_DEPTH, payload_problem  # noqa: E402
+
+
+def _nested(depth: int) -> object:
+    return _json.loads('{"a":' * depth + "1" + "}" * depth)
+
+
+def test_nesting_up_to_the_limit_is_kept_and_deeper_is_refused() -> None:
+    assert payload_problem({"tool_input": _nested(MAX_PAYLOAD_DEPTH - 1)}) is None
+    problem = payload_problem({"tool_input": _nested(MAX_PAYLOAD_DEPTH)})
+    assert problem is not None and f"deeper than {MAX_PAYLOAD_DEPTH} levels" in problem
+    assert "`tool_input.a.a" in problem
+    # far deeper than Python's recursion limit: still one answer, no RecursionError
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert payload_problem(deep) is not None
+
+
+def test_lone_surrogates_are_refused_in_keys_and_values() -> None:
+    value = _json.loads('{"conversation_id": "c\\ud800"}')
+    assert "`conversation_id` holds a lone UTF-16 surrogate" in (payload_problem(value) or "")
+    key = _json.loads('{"tool_input": {"\\udc00\\n": 1}}')
+    problem = payload_problem(key) or ""
+    assert "a key under `tool_input`" in problem and "\n" not in problem
+    assert payload_problem({"text": "\U0001f600 caf\u00e9 \u2028"}) is None  # valid pairs
+
+
+def test_a_nul_is_refused_in_ids_and_paths_only() -> None:
+    assert "`conversation_id` holds a NUL" in (payload_problem({"conversation_id": "a\x00"}) or "")
+    assert "`workspace_roots`" in (payload_problem({"workspace_roots": ["/w", "/x\x00"]}) or "")
+    assert payload_problem({"command": "printf 'a\\0b'\x00", "tool_input": {"x": "\x00"}}) is None
+
+
+def test_a_shown_key_path_stays_one_short_line() -> None:
+    key = "k\n" * 200
+    problem = payload_problem({key: _nested(MAX_PAYLOAD_DEPTH)}) or ""
+    assert "\n" not in problem and len(problem) < 300
+
+
+_JSON = _st.recursive(
+    _st.none() | _st.booleans() | _st.integers() | _st.text(alphabet=_st.characters()),
+    lambda inner: (
+        _st.lists(inner, max_size=3)
+        | _st.dictionaries(_st.text(alphabet=_st.characters(), max_size=4), inner, max_size=3)
+    ),
+    max_leaves=30,
+)
+
+
+@given(_JSON)
+@_settings(max_examples=300, deadline=None)
+def test_payload_problem_is_none_exactly_when_the_payload_encodes(document: object) -> None:
+    problem = payload_problem(document)
+    if problem is None:
+        # what the audit log and the hooks need: UTF-8 JSON
+        _json.dumps(document, ensure_ascii=False).encode("utf-8")
+    else:
+        assert "\n" not in problem

@@ -10,6 +10,9 @@ Matchers are JavaScript regular expressions (Cursor's semantics; `js_regex` tran
 run by the `regex` engine, which stops a search after a time budget and releases the GIL
 while it searches: a pathological pattern costs at most its budget and stalls no other
 thread. A search over budget is a `match_timeout`, its own outcome (a block when failClosed).
+The engine counts the budget in CPU time of the process (measured: four searches at once
+each time out when the process has spent the budget), so a long search ends sooner, never
+later, when other threads are busy; on the clock it may take longer on a loaded machine.
 """
 
 from __future__ import annotations

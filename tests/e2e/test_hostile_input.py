@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cloudrunner.audit import verify_log
 from tests.e2e.conftest import Deployment, make_deployment
@@ -265,3 +267,57 @@ def test_a_full_disk_is_a_503_through_serve_and_the_client_applies_its_policy(
         finally:
             daemon.stop()
     assert not (deployment.workspace / "ran").exists()
+
+
+# --------------------------------------------------------------------------- properties
+
+_TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=["Cs"]), max_size=10)
+_ODD = st.sampled_from(["\ud800", "\x00", "\udfff x", "a" * 70 + "!", "\u2028", "é"])
+_LEAF = st.none() | st.integers() | _TEXT | _ODD
+
+
+@given(
+    command=_TEXT | _ODD,
+    conversation=_TEXT | _ODD,
+    extra=st.dictionaries(_TEXT, st.recursive(_LEAF, lambda inner: st.lists(inner, max_size=3),
+                                              max_leaves=8), max_size=3),
+    depth=st.sampled_from([0, 10, 63, 64, 300]),
+)  # fmt: skip
+@settings(
+    max_examples=8, deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)  # fmt: skip
+def test_any_payload_through_run_is_answered_or_refused_and_every_hook_that_ran_is_recorded(
+    deployment: Deployment, command: str, conversation: str, extra: dict[str, Any], depth: int
+) -> None:
+    _project_hooks(
+        deployment,
+        [_marker_hook("p1", matcher="."), _marker_hook("p2", matcher="(a|aa)+!$"),
+         {"command": "cat >/dev/null; echo '{}'", "matcher": "^(a+)+$", "failClosed": True}],
+    )  # fmt: skip
+    nested: Any = "leaf"
+    for _ in range(depth):
+        nested = {"n": nested}
+    event = {**extra, **deployment.event("beforeShellExecution", command=command, cwd="/")}
+    event["conversation_id"] = conversation
+    event["tool_input"] = nested
+    before = len(deployment.records())
+    proc = deployment.run(json.dumps(event).encode())  # ensure_ascii: surrogates as escapes
+    stderr = proc.stderr.decode()
+    assert "Traceback" not in stderr
+    new = deployment.records()[before:]
+    if proc.returncode == 2:
+        assert len(stderr.strip().splitlines()) == 1
+        assert [r["kind"] for r in new] == ["refused"]
+    else:
+        assert proc.returncode == 0, stderr
+        assert json.loads(proc.stdout)["permission"] in ("allow", "deny")
+        received = new[0]
+        assert received["kind"] == "received"
+        ran = {r["source_file"] + str(r["hook_index"]) for r in new
+               if r["kind"] == "hook" and r.get("sandbox_id")}  # fmt: skip
+        assert len(ran) == len(received["hooks"])  # every hook that ran has its record
+        assert all(r.get("event_seq") == received["seq"] for r in new[1:])
+        assert new[-1]["kind"] == "decision"
+    report = verify_log(deployment.audit_log)
+    assert report.ok, (report.problems, report.incomplete)

@@ -19,14 +19,16 @@ def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
 
 
 _EVENT_ERRORS = {
-    "400": _error("payload-not-json, payload-invalid, event-missing, invalid-request"),
+    "400": _error(
+        "payload-not-json, payload-invalid, payload-unencodable, event-missing, invalid-request"
+    ),
     "401": _error("unauthorized (TCP without the bearer token)"),
     "404": _error("unknown-event, unknown-session"),
     "411": _error("length-required"),
     "413": _error("payload-too-large"),
     "422": _error("event-not-in-cloud, workspace-unavailable"),
     "500": _error("worker-error, internal"),
-    "503": _error("draining"),
+    "503": _error("draining, audit-unwritable, session-state-unavailable"),
 }
 
 

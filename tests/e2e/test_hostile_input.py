@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -124,6 +125,42 @@ def test_catastrophic_matchers_stall_no_one_through_serve(
     _check_redos_records(
         [r for r in deployment.records() if r.get("conversation_id") == "conv-1"], 50
     )
+    assert verify_log(deployment.audit_log).ok
+
+
+def test_a_long_search_stalls_no_other_session_or_health_check_in_serve(
+    deployment: Deployment,
+) -> None:
+    """With a generous budget (5 s of CPU) one explosive search runs for seconds; meanwhile
+    `/healthz` and another conversation's event are answered. Python's `re` held the GIL for
+    the whole search, so there both waited for it to end."""
+    _project_hooks(deployment, _redos_hooks())
+    daemon = daemon_process(
+        [*deployment.flags()], state=deployment.state, worker_id=deployment.worker_id,
+        env={"CLOUDRUNNER_MATCHER_TIMEOUT_MS": "5000"},
+    ).start()  # fmt: skip
+    try:
+        env = {"CLOUDRUNNER_SOCKET": str(daemon.socket_path)}
+        event = deployment.event("beforeShellExecution", command="a" * 200 + "!", cwd="/")
+        result: dict[str, Any] = {}
+        slow = threading.Thread(
+            target=lambda: result.update(proc=run_client(["hook", "beforeShellExecution"],
+                                                         event, env=env))
+        )  # fmt: skip
+        slow.start()
+        deadline = time.monotonic() + 120
+        while "cloudrunner_events_in_flight 1" not in daemon.call("GET", "/metrics").body.decode():
+            assert slow.is_alive() and time.monotonic() < deadline, result
+            time.sleep(0.05)
+        assert daemon.call("GET", "/healthz").status == 200
+        other = {**event, "conversation_id": "conv-2", "command": "ls"}
+        answered = run_client(["hook", "beforeShellExecution"], other, env=env)
+        assert json.loads(answered.stdout) == {"permission": "allow"}
+        assert slow.is_alive(), "the search ended before the other requests were answered"
+        slow.join(300)
+        assert "match_timeout" in json.loads(result["proc"].stdout)["agent_message"]
+    finally:
+        daemon.stop()
     assert verify_log(deployment.audit_log).ok
 
 

@@ -136,3 +136,33 @@ def test_shared_corpus_beside_the_repo_is_the_same_as_the_copy() -> None:
         pytest.skip(f"no shared corpus at {shared}")
     for p in shared.glob("*.json"):
         assert (CORPUS / p.name).read_bytes() == p.read_bytes()
+
+
+def test_matchers_that_may_run_out_of_time_or_read_otherwise_in_javascript(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hooks = [
+        {"command": "x", "matcher": "^(a+)+$", "failClosed": True},
+        {"command": "y", "matcher": "(a|aa)*c"},
+        {"command": "z", "matcher": "git\\Z"},
+        {"command": "w", "matcher": "(?i)rm"},
+        {"command": "v", "matcher": "rm|git\\s+push"},
+    ]
+    file = write(tmp_path / "hooks.json", {"version": 1, "hooks": {"beforeShellExecution": hooks}})
+    assert main(["validate", "--format", "json", str(file)]) == 1  # (?i) is an error
+    (report,) = json.loads(capsys.readouterr().out)["files"]
+    found = {(d["code"], d["pointer"]): d for d in report["diagnostics"]}
+    nested = found[("matcher-backtracking", "/hooks/beforeShellExecution/0/matcher")]
+    assert nested["severity"] == "warning"
+    assert "`(a+)+` repeats a group that holds a quantifier" in nested["message"]
+    assert "and blocks since it is failClosed (outcome match_timeout)" in nested["message"]
+    alternatives = found[("matcher-backtracking", "/hooks/beforeShellExecution/1/matcher")]
+    assert "holds alternatives" in alternatives["message"]
+    assert "blocks" not in alternatives["message"]
+    letter = found[("matcher-not-javascript", "/hooks/beforeShellExecution/2/matcher")]
+    assert "JavaScript matches the letter Z" in letter["message"]
+    invalid = found[("invalid-matcher", "/hooks/beforeShellExecution/3/matcher")]
+    assert invalid["severity"] == "error" and "not ECMAScript syntax" in invalid["message"]
+    assert not any(pointer.startswith("/hooks/beforeShellExecution/4") for _, pointer in found)
+    # located in the file, like every other diagnostic
+    assert nested["line"] is not None

@@ -1,6 +1,8 @@
 """Per-conversation state that outlives one process: loop counts, session env, source hashes.
 
-Each conversation's state is one small JSON file under `<state_dir>/sessions/`. Every change
+Each conversation's state is one small JSON file under `<state_dir>/sessions/`, named by the
+sha256 of the conversation id alone (`c-<hex>.json`: nothing of the caller's id reaches the
+file system). Failures to read or write are `SessionStateError`s, never raw OSErrors. Every change
 is a read-modify-write under an exclusive `fcntl` lock on a sidecar lock file, and the new
 content replaces the old with an atomic rename, so concurrent `cloudrunner run` processes on
 one state directory never lose an increment and a crash never leaves a half-written file.

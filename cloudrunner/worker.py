@@ -276,7 +276,8 @@ class Worker(ClosesOnExit):
         except (AuditLogError, OSError) as exc:
             unrecorded.append(
                 f"the records of {name} (received as seq {received['seq']}) could not be "
-                f"written: {exc}; `audit verify` reports the event as incomplete"
+                f"written: {exc}; the answer stands, and `audit verify` reports the event as "
+                "incomplete when its decision record is missing"
             )
         else:
             try:

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -167,17 +167,17 @@ def test_a_long_search_stalls_no_other_session_or_health_check_in_serve(
 # --------------------------------------------------------------------------- payloads
 
 
-@pytest.mark.parametrize(
-    ("raw", "says"),
-    [
-        (b'{"conversation_id": "c\\ud800", "hook_event_name": "beforeShellExecution"}',
-         "lone UTF-16 surrogate"),
-        (b'{"hook_event_name": "beforeShellExecution", "tool_input": ' + b"[" * 980
-         + b"]" * 980 + b"}", "nested deeper than 64 levels"),
-        (b'{"hook_event_name": "beforeShellExecution", "conversation_id": "c\\u0000"}',
-         "holds a NUL"),
-    ],
-)  # fmt: skip
+UNENCODABLE = [
+    (b'{"conversation_id": "c\\ud800", "hook_event_name": "beforeShellExecution"}',
+     "lone UTF-16 surrogate"),
+    (b'{"hook_event_name": "beforeShellExecution", "tool_input": ' + b"[" * 980
+     + b"]" * 980 + b"}", "nested deeper than 64 levels"),
+    (b'{"hook_event_name": "beforeShellExecution", "conversation_id": "c\\u0000"}',
+     "holds a NUL"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("raw", "says"), UNENCODABLE)
 def test_unencodable_payloads_are_refused_in_one_line_before_any_hook(
     deployment: Deployment, raw: bytes, says: str
 ) -> None:
@@ -196,15 +196,22 @@ def test_unencodable_payloads_are_refused_in_one_line_before_any_hook(
 def test_unencodable_payloads_are_a_400_through_serve(
     deployment: Deployment, served: DaemonProcess
 ) -> None:
-    _project_hooks(deployment, [_marker_hook("ran")])
-    reply = served.call(
-        "POST",
-        "/v1/events/beforeShellExecution",
-        b'{"conversation_id": "c\\ud800", "command": "rm -rf /"}',
-    )
-    assert reply.status == 400
-    assert json.loads(reply.body)["error"]["code"] == "payload-unencodable"
+    _project_hooks(deployment, [_marker_hook("ran", failClosed=True)])
+    env = {"CLOUDRUNNER_SOCKET": str(served.socket_path)}
+    for raw, says in UNENCODABLE:
+        reply = served.call("POST", "/v1/events/beforeShellExecution", raw)
+        assert reply.status == 400
+        error = json.loads(reply.body)["error"]
+        assert error["code"] == "payload-unencodable" and says in error["message"]
+        # the client applies its policy to the refusal
+        closed = run_client(["hook", "beforeShellExecution", "--fail-closed"], raw, env=env)
+        assert json.loads(closed.stdout)["permission"] == "deny"
+        assert says in closed.stderr.decode()
     assert not (deployment.workspace / "ran").exists()
+    served.stop()
+    refused = [r for r in deployment.records() if r["kind"] == "refused"]
+    assert len(refused) == 2 * len(UNENCODABLE)
+    assert verify_log(deployment.audit_log).ok
 
 
 # --------------------------------------------------------------------------- disk full
@@ -235,14 +242,28 @@ def test_a_full_disk_before_the_event_runs_no_hook_and_fails_loudly_through_run(
     assert not (deployment.workspace / "ran").exists()
 
 
-def test_a_disk_that_fills_while_hooks_run_keeps_the_answer_and_verify_says_incomplete(
-    deployment: Deployment, tmp_path: Path
-) -> None:
-    # three hooks (records too big for what a page can still take) that wait for the test
+def _holding_hooks() -> list[dict[str, Any]]:
+    """Three hooks that deny after the test creates `go` (and write 3000 bytes to stderr:
+    records too big for what a page of the full disk can still take)."""
     hold = "cat >/dev/null; touch started-{n}; while [ ! -e go ]; do sleep 0.1; done; " + (
         "head -c 3000 /dev/zero | tr '\\0' x >&2; echo '{{\"permission\": \"deny\"}}'"
     )
-    _project_hooks(deployment, [{"command": hold.format(n=n), "timeout": 120} for n in range(3)])
+    return [{"command": hold.format(n=n), "timeout": 120} for n in range(3)]
+
+
+def _wait_for_hooks(deployment: Deployment, alive: Callable[[], bool]) -> None:
+    started = [deployment.workspace / f"started-{n}" for n in range(3)]
+    deadline = time.monotonic() + 240
+    while not all(p.exists() for p in started):
+        assert alive(), "the worker ended before its hooks started"
+        assert time.monotonic() < deadline, "the hooks never started"
+        time.sleep(0.1)
+
+
+def test_a_disk_that_fills_while_hooks_run_keeps_the_answer_and_verify_says_incomplete(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    _project_hooks(deployment, _holding_hooks())
     with small_tmpfs(tmp_path / "full") as state:
         flags = _on(deployment, state)
         event = deployment.event("beforeShellExecution", command="rm -rf /", note="x" * 8000)
@@ -254,12 +275,7 @@ def test_a_disk_that_fills_while_hooks_run_keeps_the_answer_and_verify_says_inco
                 stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 env=deployment.base_env(),
             )  # fmt: skip
-        started = [deployment.workspace / f"started-{n}" for n in range(3)]
-        deadline = time.monotonic() + 240
-        while not all(p.exists() for p in started):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the hooks never started"
-            time.sleep(0.1)
+        _wait_for_hooks(deployment, lambda: proc.poll() is None)
         received = json.loads((state / "audit.log").read_text().splitlines()[-1])
         assert received["kind"] == "received" and len(received["hooks"]) == 3
         fill(state)
@@ -358,3 +374,38 @@ def test_any_payload_through_run_is_answered_or_refused_and_every_hook_that_ran_
         assert new[-1]["kind"] == "decision"
     report = verify_log(deployment.audit_log)
     assert report.ok, (report.problems, report.incomplete)
+
+
+def test_a_disk_that_fills_while_hooks_run_through_serve_keeps_the_answer(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    _project_hooks(deployment, _holding_hooks())
+    with small_tmpfs(tmp_path / "full") as state:
+        daemon = daemon_process(
+            _on(deployment, state), state=state, worker_id=deployment.worker_id
+        ).start()
+        try:
+            env = {"CLOUDRUNNER_SOCKET": str(daemon.socket_path)}
+            event = deployment.event("beforeShellExecution", command="rm -rf /", note="x" * 8000)
+            result: dict[str, Any] = {}
+            client = threading.Thread(
+                target=lambda: result.update(
+                    proc=run_client(["hook", "beforeShellExecution"], event, env=env)
+                )
+            )
+            client.start()
+            _wait_for_hooks(deployment, client.is_alive)
+            received = json.loads((state / "audit.log").read_text().splitlines()[-1])
+            assert received["kind"] == "received"
+            fill(state)
+            (deployment.workspace / "go").touch()
+            client.join(240)
+            proc = result["proc"]
+            assert proc.returncode == 0, proc.stderr.decode()
+            assert json.loads(proc.stdout)["permission"] == "deny"  # the hooks' answer
+            assert daemon.call("GET", "/healthz").status == 200
+        finally:
+            daemon.stop()
+        assert any("could not be written" in line for line in daemon.stderr_lines)
+        report = verify_log(state / "audit.log")
+        assert [p.seq for p in report.incomplete] == [received["seq"]]

@@ -17,6 +17,7 @@ meaning:
 - an escaped letter that JavaScript does not define (`\\A`, `\\Z`, `\\z`, `\\p`, `\\h`, ...)
   is that letter, `\\8`/`\\9` are digits, a number above the group count is octal;
 - a `{` that does not start a quantifier is a literal brace;
+- text is UTF-16 code units: a character beyond U+FFFF is two (`code_units`);
 - Python-only syntax is a syntax error, as it is for JavaScript: inline flags `(?i)`,
   `(?P<name>...)`, `(?P=name)`, comments `(?#...)`, atomic groups `(?>...)`, possessive
   quantifiers `a++`.
@@ -24,7 +25,9 @@ meaning:
 
 from __future__ import annotations
 
+import array
 import re
+import sys
 from dataclasses import dataclass, field
 
 #: JavaScript's \s (WhiteSpace and LineTerminator), as the inside of a character class
@@ -72,7 +75,19 @@ class _Group:
 
 def translate(source: str) -> Translation:
     """Translate a JavaScript pattern; raises JsSyntaxError where `new RegExp` would throw."""
-    return _Translator(source).run()
+    return _Translator(code_units(source)).run()
+
+
+def code_units(text: str) -> str:
+    """`text` as JavaScript strings hold it: UTF-16 code units, a character beyond U+FFFF
+    being two (a surrogate pair), so `.` or `?` apply to one half as they do there."""
+    if text.isascii() or max(text) <= "\uffff":
+        return text
+    data = text.encode("utf-16-le", "surrogatepass")
+    units = array.array("H", data)
+    if sys.byteorder == "big":
+        units.byteswap()
+    return "".join(map(chr, units))
 
 
 class _Translator:
@@ -165,6 +180,8 @@ class _Translator:
             name = _GROUP_NAME.match(src, i + 3)
             if name is None or not src.startswith(">", name.end()):
                 raise self.fail("invalid capture group name")
+            if name.group(0) in self.opened_names:
+                raise self.fail(f"duplicate capture group name {name.group(0)}")
             self.opened += 1
             self.opened_names.add(name.group(0))
             self.stack.append(_Group(i, number=self.opened, name=name.group(0)))
@@ -336,6 +353,8 @@ class _Translator:
                 elif esc == "-":
                     atoms.append(("char", r"\-"))
                     self.i += 2
+                elif esc == "k" and self.names:
+                    raise self.fail("invalid escape \\k in a class of a pattern with named groups")
                 elif esc.isdigit() and esc.isascii():
                     text, length = self.octal_or_digit(self.i + 1)
                     atoms.append(("char", text))
@@ -351,6 +370,10 @@ class _Translator:
         if not atoms:
             return "(?s:.)" if negated else "(?!)"
         if not not_space:
+            if negated and any(kind == "set" for kind, _ in atoms):
+                # `regex` matches everything with a negated class whose escapes cover every
+                # character (`[^\\w\\W]`): the complement is spelt as a lookahead instead
+                return f"(?:(?![{body}])(?s:.))"
             return f"[{'^' if negated else ''}{body}]"
         # \S inside a class: a union the `regex` V0 syntax has no set operation for
         if negated:
@@ -359,16 +382,25 @@ class _Translator:
 
 
 def _class_body(atoms: list[tuple[str, str]]) -> str:
-    """Join class atoms; a `-` is a range only between two single characters (Annex B)."""
+    """Join class atoms as JavaScript parses them: an atom, then `-` and another atom, is a
+    range (a `-` is itself an atom where it starts one); a range with a class escape such as
+    `\\d` at either end is three literal atoms (Annex B)."""
     parts: list[str] = []
-    for n, (kind, text) in enumerate(atoms):
-        if kind != "dash":
-            parts.append(text)
+    n = 0
+    while n < len(atoms):
+        kind, text = atoms[n]
+        first = r"\-" if kind == "dash" else text
+        if n + 2 < len(atoms) and atoms[n + 1][0] == "dash":
+            last_kind, last = atoms[n + 2]
+            last = r"\-" if last_kind == "dash" else last
+            if kind == "set" or last_kind == "set":
+                parts.append(f"{first}\\-{last}")
+            else:
+                parts.append(f"{first}-{last}")
+            n += 3
             continue
-        before = atoms[n - 1][0] if n > 0 else ""
-        after = atoms[n + 1][0] if n + 1 < len(atoms) else ""
-        ranged = before == "char" and after == "char" and (n < 2 or atoms[n - 2][0] != "dash")
-        parts.append("-" if ranged else r"\-")
+        parts.append(first)
+        n += 1
     return "".join(parts)
 
 

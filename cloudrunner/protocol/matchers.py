@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import regex
 
 from cloudrunner.protocol.events import EventInput, EventSpec
-from cloudrunner.protocol.js_regex import JsSyntaxError, Translation, translate
+from cloudrunner.protocol.js_regex import JsSyntaxError, Translation, code_units, translate
 
 #: the search budget of one matcher evaluation when the caller gives none (worker setting
 #: `matcher_timeout_ms`)
@@ -101,7 +101,8 @@ def match(
     # field then does not match, and one that accepts anything still does.
     subject = spec.matcher_subject(payload) or ""
     try:
-        found = matcher.pattern.search(subject[:SUBJECT_LIMIT], timeout=timeout_s) is not None
+        units = code_units(subject[:SUBJECT_LIMIT])
+        found = matcher.pattern.search(units, timeout=timeout_s) is not None
     except TimeoutError:
         shown = subject if len(subject) <= 200 else subject[:197] + "..."
         return MatchResult(

@@ -131,3 +131,20 @@ ROWS += [
     (r"(?<=a){2}", "aa", None),
     (r"(?=a)*a", "a", True),
 ]
+
+ROWS += [
+    # classes as JavaScript parses them: a leading `-` starts a range, escapes end none
+    (r"[--\v]", "-", None),
+    (r"[--/]", ".", True),
+    (r"[^\d\D]", "p", False),
+    (r"[^\w\W]", " ", False),
+    (r"[^\W\d]", "p", True),
+    # with named groups, \k must name one, in a class too; names are unique
+    (r"(?<a>x)[\k]", "k", None),
+    (r"(?<n>a)|(?<n>b)", "b", None),
+    # UTF-16 code units: a character beyond U+FFFF is two
+    ("^.$", "\U0001f600", False),
+    ("^..$", "\U0001f600", True),
+    ("\U0001f600?", "\ud83d", True),
+    ("[\U0001f600]", "\ude00", True),
+]

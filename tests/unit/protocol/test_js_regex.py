@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cloudrunner.protocol.events import EVENTS
-from cloudrunner.protocol.js_regex import JsSyntaxError, translate
+from cloudrunner.protocol.js_regex import JsSyntaxError, code_units, translate
 from cloudrunner.protocol.loops import InMemoryLoopCounterStore
 from cloudrunner.protocol.matchers import compile_matcher, match
 from cloudrunner.protocol.merge import merge
@@ -38,7 +38,7 @@ def js_test(pattern: str, subject: str) -> bool | None:
     if matcher.matches_everything:  # "" (as in JavaScript) and "*" (the protocol's wildcard)
         return True
     assert matcher.pattern is not None
-    return matcher.pattern.search(subject, timeout=5) is not None
+    return matcher.pattern.search(code_units(subject), timeout=5) is not None
 
 
 @pytest.mark.parametrize(("pattern", "subject", "expected"), ROWS)

@@ -22,7 +22,7 @@ from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.plan import build_plan
 from cloudrunner.protocol.profiles import SourceKind
 from tests.unit.protocol.helpers import source
-from tests.unit.protocol.js_regex_table import ROWS
+from tests.unit.protocol.js_regex_table import KNOWN_DIFFERENCES, ROWS
 
 #: exponential for any backtracking engine, `regex` included (unlike `^(a+)+$`, whose
 #: required-character check `regex` short-circuits)
@@ -46,6 +46,13 @@ def test_each_row_of_the_table_reads_as_javascript(
     pattern: str, subject: str, expected: bool | None
 ) -> None:
     assert js_test(pattern, subject) is expected
+
+
+@pytest.mark.parametrize(("pattern", "subject", "javascript"), KNOWN_DIFFERENCES)
+def test_the_documented_difference_still_holds(
+    pattern: str, subject: str, javascript: bool
+) -> None:
+    assert js_test(pattern, subject) is (not javascript)
 
 
 def test_an_invalid_pattern_says_why_in_one_line() -> None:

@@ -18,7 +18,6 @@ meaning:
   is that letter, `\\8`/`\\9` are digits, a number above the group count is octal;
 - a `{` that does not start a quantifier is a literal brace;
 - text is UTF-16 code units: a character beyond U+FFFF is two (`code_units`);
-
 - Python-only syntax is a syntax error, as it is for JavaScript: inline flags `(?i)`,
   `(?P<name>...)`, `(?P=name)`, comments `(?#...)`, atomic groups `(?>...)`, possessive
   quantifiers `a++`.

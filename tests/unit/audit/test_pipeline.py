@@ -139,10 +139,12 @@ def test_render_line_gives_one_ascii_line_and_the_record() -> None:
 
 
 def _three_walks(fields: dict[str, Any], *, include_payload_text: bool) -> dict[str, Any]:
-    """The reference: plain JSON values, then payload text digested, then every string
-    redacted, each over the whole record (how the pipeline did it before one walk)."""
+    """The reference: plain JSON values, then payload text digested, then secrets redacted
+    (`redact_value` below the top-level names), each over the whole record (how the
+    pipeline did it before one walk)."""
     from cloudrunner.audit.digest import PAYLOAD_TEXT_KEYS, digest_value
-    from cloudrunner.audit.pipeline import _redact_in, json_value
+    from cloudrunner.audit.pipeline import json_value
+    from cloudrunner.audit.redaction import redact_value
 
     def digested(value: Any) -> Any:
         if type(value) is dict:
@@ -157,13 +159,17 @@ def _three_walks(fields: dict[str, Any], *, include_payload_text: bool) -> dict[
     plain = {key: json_value(value, key) for key, value in fields.items()}
     if not include_payload_text:
         plain = digested(plain)
-    result: dict[str, Any] = _redact_in(plain)
-    return result
+    return {key: redact_value(value) for key, value in plain.items()}
 
 
-_KEYS = st.sampled_from(["prompt", "text", "edits", "command", "env", "password", "a", "b"])
+_KEYS = st.sampled_from(
+    ["prompt", "text", "edits", "command", "env", "password", "a", "b", "name", "value"]
+)
 _SECRETS = st.sampled_from(
-    ["AKIAABCDEFGHIJKLMNOP", "Bearer abcdefgh12345678", "password=hunter2hunter2", "plain"]
+    [
+        "AKIAABCDEFGHIJKLMNOP", "Bearer abcdefgh12345678", "password=hunter2hunter2", "plain",
+        "DB_PASSWORD", "--api-key",
+    ]  # fmt: skip
 )
 _LEAVES = (
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)

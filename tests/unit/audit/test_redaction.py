@@ -128,9 +128,9 @@ def test_excerpt_rejects_a_negative_cap() -> None:
 
 
 def _every_substitution(text: str) -> str:
-    for pattern, replacement in redaction._SUBSTITUTIONS:
-        text = pattern.sub(replacement, text)
-    return text
+    text = redaction._apply(redaction._BLOCKS, text)
+    text = redaction._redact_shapes(text)
+    return redaction._apply(redaction._CONTEXT, text)
 
 
 @given(

@@ -119,6 +119,7 @@ _OWN_SHAPES = (
     r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b",
 )
 
+
 @dataclass(frozen=True)
 class _Shape:
     pattern: re.Pattern[str]
@@ -234,28 +235,30 @@ def _redact_shapes(text: str) -> str:
 # bare word.
 _VALUE = (
     r"(?P<value>\[REDACTED\]|\"(?:[^\"\\]|\\.)*\"|'[^']*'"
-    r"|\\+\"(?:[^\"\\]|\\(?!\\*\"))*\\+\"|[^\s\"',;&|)}\]\\]+)"
+    r"|(?P<bs>\\+)\"(?:[^\"\\]|(?P=bs)\\+\"|\\+(?![\\\"]))*(?P=bs)\""
+    r"|[^\s\"',;&|)}\]\\]+)"
 )
 _QUOTE = r"\\*[\"']?"
+#: white space between the parts of a pair, also as escapes (YAML inside a JSON string)
+_GAP = r"(?:\s|\\+[nrt])*"
 
 _Sub = tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]
 
 
-def _split_quotes(value: str) -> tuple[str, str, str]:
-    """(opening quote, content, closing quote) of a value as `_VALUE` matched it."""
+def _split_quotes(value: str, escape: str | None) -> tuple[str, str, str]:
+    """(opening quote, content, closing quote) of a value as `_VALUE` matched it; `escape`
+    is the run of backslashes before an escaped quote (JSON inside a JSON string)."""
+    if escape:
+        quote = escape + '"'
+        return quote, value[len(quote) : -len(quote)], quote
     if value[:1] in ("'", '"') and len(value) >= 2:
         return value[0], value[1:-1], value[-1]
-    if value[:1] == "\\":
-        opening = value[: len(value) - len(value.lstrip("\\")) + 1]
-        inner = value[len(opening) :]
-        closing_at = len(inner.rstrip('"').rstrip("\\"))
-        return opening, inner[:closing_at], inner[closing_at:]
     return "", value, ""
 
 
 def _assigned(match: re.Match[str], secret: bool) -> str:
     value = match.group("value")
-    opening, content, closing = _split_quotes(value)
+    opening, content, closing = _split_quotes(value, match.group("bs"))
     head = match.group(0)[: match.start("value") - match.start()]
     if secret:
         return f"{head}{opening}{REDACTED}{closing}"
@@ -318,7 +321,7 @@ _CONTEXT: tuple[_Sub, ...] = (
     (
         re.compile(
             rf"(?i)(?<![\w.-]){_QUOTE}(?:name|key){_QUOTE}\s*[:=]\s*{_QUOTE}"
-            rf"(?P<pname>[\w.-]{{1,256}}){_QUOTE}\s*[,;]?\s*{_QUOTE}value{_QUOTE}\s*[:=]\s*"
+            rf"(?P<pname>[\w.-]{{1,256}}){_QUOTE}{_GAP}(?:[,;]{_GAP})?{_QUOTE}value{_QUOTE}\s*[:=]\s*"
             + _VALUE
         ),
         _by_pair,
@@ -418,9 +421,14 @@ def secret_flag_values(items: list[Any]) -> set[int]:
     `["--password", "x"]`."""
     out: set[int] = set()
     for index, item in enumerate(items[:-1]):
-        if type(item) is str and item[:1] == "-" and "=" not in item:
-            if _text_secret_name(item.lstrip("-")) and type(items[index + 1]) is str:
-                out.add(index + 1)
+        if (
+            type(item) is str
+            and item[:1] == "-"
+            and "=" not in item
+            and type(items[index + 1]) is str
+            and _text_secret_name(item.lstrip("-"))
+        ):
+            out.add(index + 1)
     return out
 
 

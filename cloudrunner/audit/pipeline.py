@@ -171,14 +171,17 @@ def _clean(value: Any, digest: bool, cap: int | None = None) -> Any:
                 raise
         return out
     if kind is list:
-        flagged = secret_flag_values(value)
         items = []
         for index, item in enumerate(value):
             try:
-                items.append(blank(item) if index in flagged else _clean(item, digest, cap))
+                items.append(_clean(item, digest, cap))
             except _Unfit as exc:
                 exc.path = f"[{index}]{exc.path}"
                 raise
+        # an argv list: the value after a secret's flag (["--token", "x"]), once items are
+        # plain strings
+        for index in secret_flag_values(items):
+            items[index] = blank(items[index])
         return items
     plain = _plain(value)  # a float (checked), or a tuple, mapping, enum, path, model, ...
     return plain if type(plain) is float else _clean(plain, digest, cap)

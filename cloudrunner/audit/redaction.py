@@ -40,7 +40,7 @@ _SECRET_PARTS = (
     "credential", "authorization", "cookie", "authtoken",
 )  # fmt: skip
 #: whole words that are secret on their own ("token", but not "tokens" or "context_tokens")
-_SECRET_WORDS = frozenset({"token", "auth", "secrets"})
+_SECRET_WORDS = frozenset({"token", "auth", "pass", "secrets"})
 #: the last word of a name of two or more words: *_KEY, *_SECRET, *_TOKEN, *_PASSWORD
 _SECRET_LAST_WORDS = frozenset({"key", "secret", "token", "password", "pass", "pw"})
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -187,8 +187,12 @@ def _blank_shape(match: re.Match[str]) -> tuple[str, int]:
     text, start, end = match.string, match.start(), match.end()
     # A pattern with a group of its own that captures a long value (AWS secret keys after
     # their name, npm's _authToken): blank only that value and keep its context.
+    # Only the token's own run of characters: npm's pattern runs its group to the end of
+    # the line, which would blank whatever a one-line JSON document holds after it.
     if match.re.groups and match.group(1) and len(match.group(1)) >= 16:
-        return f"{text[start : match.start(1)]}{REDACTED}{text[match.end(1) : end]}", end
+        run = _TOKEN_TAIL.match(text, match.start(1), match.end(1))
+        stop = run.end() if run is not None and run.end() > match.start(1) else match.end(1)
+        return f"{text[start : match.start(1)]}{REDACTED}{text[stop:end]}", end
     whole = match.group(0)
     core = whole.strip(_DELIMITERS)
     lead = whole[: len(whole) - len(whole.lstrip(_DELIMITERS))]
@@ -236,7 +240,8 @@ def _redact_shapes(text: str) -> str:
 _VALUE = (
     r"(?P<value>\[REDACTED\]|\"(?:[^\"\\]|\\.)*\"|'[^']*'"
     r"|(?P<bs>\\+)\"(?:[^\"\\]|(?P=bs)\\+\"|\\+(?![\\\"]))*(?P=bs)\""
-    r"|[^\s\"',;&|)}\]\\]+)"
+    r"|\{[^{}]{0,4096}\}|\[[^\[\]]{0,4096}\]"
+    r"|[^\s\"',;&|(){}\[\]\\][^\s\"',;&|)}\]\\]*)"
 )
 _QUOTE = r"\\*[\"']?"
 #: white space between the parts of a pair, also as escapes (YAML inside a JSON string)
@@ -262,6 +267,9 @@ def _assigned(match: re.Match[str], secret: bool) -> str:
     head = match.group(0)[: match.start("value") - match.start()]
     if secret:
         return f"{head}{opening}{REDACTED}{closing}"
+    if value[:1] in ("{", "[") and _has_any(value.lower(), _CONTEXT_WORDS):
+        # a flat object or list under an ordinary name: its own names decide
+        return f"{head}{_redact_context(value)}"
     if opening and _has_any(content.lower(), _CONTEXT_WORDS):
         # Not a secret's name, but its quoted value may hold assignments of its own (an
         # `export X_TOKEN=...` in a command string, JSON inside a JSON string): look inside.
@@ -285,11 +293,13 @@ def _keep_scheme(match: re.Match[str]) -> str:
 # Order matters: whole blocks and headers first, so the generic `NAME=value` rule later
 # does not stop at the first word of a header value and leave the token behind it.
 _BLOCKS: tuple[_Sub, ...] = (
-    # PEM private keys; an unterminated block (cut by a cap) is blanked to the end.
+    # PEM private keys; an unterminated block (cut by a cap) is blanked to the end, or to
+    # the end of the JSON string it is in (a key's base64 never holds a quote).
     (
         re.compile(
             r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-            r"[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"
+            r"(?:[^\"\\]|\\(?!\\*\"))*?"
+            r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?=\\*\")|\Z)"
         ),
         f"-----BEGIN PRIVATE KEY-----{REDACTED}-----END PRIVATE KEY-----",
     ),
@@ -326,9 +336,10 @@ _CONTEXT: tuple[_Sub, ...] = (
         ),
         _by_pair,
     ),
-    # Command-line flags: --password hunter2, --api-key=xyz
+    # Command-line flags: --password hunter2, --api-key=xyz, and in a JSON argv list
+    # "--token", "xyz"
     (
-        re.compile(r"(?P<name>(?<![\w-])--?[\w.-]+)(?P<sep>=|\s+)(?!-)" + _VALUE),
+        re.compile(r"(?P<name>(?<![\w-])--?[\w.-]+)(?P<sep>=|\s+|\\*[\"']\s*,\s*)(?!-)" + _VALUE),
         _by_name,
     ),
     # NAME=value, NAME: value, "name": "value", with a secret-looking name.

@@ -85,8 +85,12 @@ def test_an_events_records_stay_within_a_fixed_multiple_of_its_payload(
         len(canonical_json(clean_record(r, include_payload_text=False, bounded=True)))
         for r in _event_records(payload)
     )
-    # the payload once, \u-escaped at worst (6 bytes per UTF-8 byte), plus capped fields
-    assert written <= 6 * payload_bytes + 3 * 8 * (TEXT_CAP + 2 * ID_CAP) + 4096
+    # The payload once, \u-escaped at worst (6 bytes per UTF-8 byte), plus the capped
+    # fields: per hook record match_reason, reason and the answer's message, per decision
+    # the message, and three ids each, at most 12 bytes a character (an escaped surrogate
+    # pair), with their cut marks. Without the bound the subject was copied 8 times.
+    capped_chars = 2 * (3 * TEXT_CAP + 3 * ID_CAP) + (TEXT_CAP + 3 * ID_CAP)
+    assert written <= 6 * payload_bytes + 12 * capped_chars + 8192
 
 
 def test_a_long_conversation_id_is_stored_once_in_full() -> None:

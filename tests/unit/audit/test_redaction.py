@@ -353,3 +353,27 @@ def test_the_shape_shortcuts_never_skip_a_match(text: str) -> None:
         if shape.pattern.search(text):
             assert len(text) >= shape.min_length
             assert shape.anchor in text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # npm's pattern runs to the end of the line; only the token goes
+        '{"a": "//r.example.invalid/:_authToken=npm_FAKEfake0123456789FAKEfake0123456789", '
+        '"b": "keep me"}',
+        # a key block cut short inside a JSON string ends with that string
+        json.dumps({"a": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1", "b": "keep me"}),
+        json.dumps(json.dumps({"a": "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE", "b": "keep me"})),
+        # a flat object under a secret name goes whole, one under an ordinary name is read
+        '{"credentials": {"user": "u1", "pass": "p1"}, "b": "keep me"}',
+    ],
+)
+def test_redaction_stops_where_the_secret_ends(text: str) -> None:
+    out = redact(text)
+    assert "keep me" in out and REDACTED in out
+    assert "p1" not in out and "FAKEfake" not in out and "b3Bl" not in out
+
+
+def test_ordinary_names_with_object_values_are_read() -> None:
+    out = redact('{"env": {"DB_PASSWORD": "p9", "MODE": "prod"}}')
+    assert out == f'{{"env": {{"DB_PASSWORD": "{REDACTED}", "MODE": "prod"}}}}'

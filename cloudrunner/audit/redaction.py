@@ -49,9 +49,10 @@ _NOT_ALNUM = re.compile(r"[^a-z0-9]")
 
 @functools.lru_cache(maxsize=8192)
 def is_secret_name(name: str) -> bool:
-    """Whether a key or variable called `name` holds a secret: password, passwd, secret,
-    token, api key, authorization, cookie, private key, credentials, and any name of two or
-    more words ending in KEY, SECRET, TOKEN or PASSWORD, in any case and spelling
+    """Whether a key or variable called `name` holds a secret: password, passwd, pass,
+    secret, token, auth, api key, access key, authorization, cookie, private key,
+    credentials, and any name of two or more words ending in KEY, SECRET, TOKEN, PASSWORD,
+    PASS or PW, in any case and spelling
     (`DB_PASSWORD`, `x-api-key`, `accessToken`). `tokens`, `context_tokens`, `session_id`
     and other protocol fields are not secret."""
     if len(name) > 256:
@@ -235,8 +236,8 @@ def _redact_shapes(text: str) -> str:
 # ---------------------------------------------------------------------------- context rules
 
 # A value after a name: already redacted, a double-quoted string (escapes honoured), a
-# single-quoted one, a string quoted with escaped quotes (JSON inside a JSON string), or a
-# bare word.
+# single-quoted one, a string quoted with escaped quotes (JSON inside a JSON string, closed
+# by as many backslashes as opened it), a flat object or list, or a bare word.
 _VALUE = (
     r"(?P<value>\[REDACTED\]|\"(?:[^\"\\]|\\.)*\"|'[^']*'"
     r"|(?P<bs>\\+)\"(?:[^\"\\]|(?P=bs)\\+\"|\\+(?![\\\"]))*(?P=bs)\""

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cloudrunner.audit import redaction
@@ -377,3 +377,52 @@ def test_redaction_stops_where_the_secret_ends(text: str) -> None:
 def test_ordinary_names_with_object_values_are_read() -> None:
     out = redact('{"env": {"DB_PASSWORD": "p9", "MODE": "prod"}}')
     assert out == f'{{"env": {{"DB_PASSWORD": "{REDACTED}", "MODE": "prod"}}}}'
+
+
+# -- properties: a secret under a secret's name never survives, in data or as JSON text ---
+
+_SECRET_KEYS = st.sampled_from(
+    ["password", "DB_PASSWORD", "apiKey", "x-api-key", "client_secret", "GITHUB_TOKEN",
+     "Authorization", "cookie", "private_key", "credentials", "AWS_SECRET_ACCESS_KEY"]
+)  # fmt: skip
+_ORDINARY_KEYS = st.sampled_from(["command", "cwd", "env", "tool_input", "args", "x", "name"])
+_SECRET_VALUES = st.text(
+    alphabet="ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz", min_size=14, max_size=30
+)
+# (no letters, so an ordinary value never happens to spell the secret)
+_ORDINARY = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.text(alphabet="0123456789 -_./:=\"'{}[],\\\n", max_size=20),
+)
+
+
+def _with_secret(secret_key: str, secret: str) -> st.SearchStrategy[Any]:
+    """JSON data holding `{secret_key: secret}` somewhere among ordinary data."""
+    planted = st.just({secret_key: secret})
+    return st.recursive(
+        planted | _ORDINARY,
+        lambda inner: (
+            st.lists(inner, max_size=3).map(lambda items: [*items])
+            | st.dictionaries(_ORDINARY_KEYS, inner, max_size=3)
+        ),
+        max_leaves=8,
+    ).map(lambda data: {"tool_input": data, "planted": {secret_key: secret}})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data(), _SECRET_KEYS, _SECRET_VALUES)
+def test_a_secret_keys_value_never_survives_in_data_or_in_json_text(
+    data: st.DataObject, secret_key: str, secret: str
+) -> None:
+    document = data.draw(_with_secret(secret_key, secret))
+    assert secret not in json.dumps(redact_value(document))
+    # the same document printed by a hook: compact, indented, and as a JSON string
+    for text in (
+        json.dumps(document),
+        json.dumps(document, separators=(",", ":")),
+        json.dumps(document, indent=2),
+        json.dumps(json.dumps(document)),
+    ):
+        assert secret not in redact(text), text

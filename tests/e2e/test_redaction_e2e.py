@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.daemon_process import daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
 
@@ -129,14 +130,18 @@ def _assert_no_secret(path: Path) -> list[dict[str, Any]]:
     return entries
 
 
-def test_no_corpus_secret_reaches_the_audit_log_or_the_recorded_stream(setup: Setup) -> None:
+def _corpus_event(setup: Setup) -> dict[str, Any]:
     texts = [entry["text"] for entry in CORPUS["shape"]]
     tool_input = {
         **CORPUS["structured"]["tool_input"],
         "command": " && ".join(t.strip().replace("\n", " ") for t in texts[:12]),
         "notes": texts,
     }
-    payload = setup.event("preToolUse", tool_name="Shell", tool_input=tool_input)
+    return setup.event("preToolUse", tool_name="Shell", tool_input=tool_input)
+
+
+def test_no_corpus_secret_reaches_the_audit_log_or_the_recorded_stream(setup: Setup) -> None:
+    payload = _corpus_event(setup)
     proc = setup.run(payload)
     assert proc.returncode == 0, proc.stderr.decode()
     assert json.loads(proc.stdout) == {"permission": "allow"}
@@ -170,6 +175,31 @@ def test_no_corpus_secret_reaches_the_audit_log_or_the_recorded_stream(setup: Se
     report = json.loads(replay.stdout)
     assert [e["status"] for e in report["events"]] == ["match"]
     _assert_no_secret(setup.root / "replay-state" / "audit.log")
+
+
+def test_no_corpus_secret_reaches_the_daemons_log_or_stream(setup: Setup) -> None:
+    daemon = daemon_process(
+        [
+            "--config", str(setup.config), "--workspace", str(setup.workspace),
+            "--state-dir", str(setup.state), "--audit-log", str(setup.audit_log),
+            "--isolation", "session", "--record", str(setup.stream),
+        ],
+        state=setup.state, worker_id=setup.worker_id,
+    ).start()  # fmt: skip
+    try:
+        env = {"CLOUDRUNNER_SOCKET": str(daemon.socket_path)}
+        for _ in range(2):  # a cold and a warm sandbox
+            proc = run_client(["hook", "preToolUse"], _corpus_event(setup), env=env)
+            assert proc.returncode == 0, proc.stderr.decode()
+            assert json.loads(proc.stdout) == {"permission": "allow"}
+    finally:
+        assert daemon.stop() == 0
+    records = _assert_no_secret(setup.audit_log)
+    hooks = [r for r in records if r["kind"] == "hook"]
+    assert len(hooks) == 4 and all("[REDACTED]" in h["stderr_excerpt"] for h in hooks[::2])
+    assert len(_assert_no_secret(setup.stream)) == 2
+    verify = setup.cli("audit", "verify", str(setup.audit_log))
+    assert verify.returncode == 0, verify.stdout.decode()
 
 
 def test_a_large_payload_is_stored_once(setup: Setup) -> None:

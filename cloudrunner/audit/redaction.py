@@ -47,7 +47,6 @@ _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _NOT_ALNUM = re.compile(r"[^a-z0-9]")
 
 
-@functools.lru_cache(maxsize=8192)
 def is_secret_name(name: str) -> bool:
     """Whether a key or variable called `name` holds a secret: password, passwd, pass,
     secret, token, auth, api key, access key, authorization, cookie, private key,
@@ -55,8 +54,12 @@ def is_secret_name(name: str) -> bool:
     PASS or PW, in any case and spelling
     (`DB_PASSWORD`, `x-api-key`, `accessToken`). `tokens`, `context_tokens`, `session_id`
     and other protocol fields are not secret."""
-    if len(name) > 256:
-        return False
+    # Keys repeat from payload to payload, so short names are remembered; a long one (from
+    # an untrusted payload) is judged afresh, so the cache never holds megabytes.
+    return _secret_name_cached(name) if len(name) <= 256 else _secret_name(name)
+
+
+def _secret_name(name: str) -> bool:
     squashed = _NOT_ALNUM.sub("", name.lower())
     if any(part in squashed for part in _SECRET_PARTS):
         return True
@@ -64,6 +67,9 @@ def is_secret_name(name: str) -> bool:
     if any(word in _SECRET_WORDS for word in words):
         return True
     return len(words) >= 2 and words[-1] in _SECRET_LAST_WORDS
+
+
+_secret_name_cached = functools.lru_cache(maxsize=8192)(_secret_name)
 
 
 # In free text a name is also taken as secret when it merely contains one of these (an

@@ -40,12 +40,12 @@ def cap_for(key: str) -> int | None:
 def bounded(text: str, cap: int) -> str:
     """`text` redacted, and when longer than `cap` characters cut to its first `cap` with
     `…[cut: N bytes, sha256 H]` (N and H of the whole text as given, UTF-8). A text this
-    function already cut is returned as it is."""
+    function already cut is not cut again."""
     if len(text) <= cap:
         return redact(text)
     mark = _CUT_MARK.search(text)
     if mark is not None and mark.start() <= cap:
-        return text
+        return redact(text)  # redacted again: the mark may be forged, the head not clean
     digest = digest_text(text)
     head = redact(text[: cap + _MARGIN])[:cap]
     return f"{head}…[cut: {digest['length']} bytes, sha256 {digest['sha256']}]"

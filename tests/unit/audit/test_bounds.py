@@ -29,6 +29,12 @@ def test_a_long_text_keeps_its_head_and_the_digest_of_the_whole() -> None:
     assert bounded(out, 100) == out  # cutting again changes nothing
 
 
+def test_a_forged_cut_mark_does_not_skip_redaction() -> None:
+    forged = "password=hunter2 " + "x" * 80 + "…[cut: 9 bytes, sha256 " + "0" * 64 + "]"
+    out = bounded(forged, 100)
+    assert "hunter2" not in out and out.endswith("0" * 64 + "]")
+
+
 def test_a_secret_straddling_the_cut_is_redacted_before_the_cut() -> None:
     text = "x" * 90 + " GITHUB_TOKEN=ghp_" + "A1b2C3d4E5" * 4 + " " + "y" * 500
     out = bounded(text, 100)

@@ -1,9 +1,10 @@
 """The structlog processor pipeline that turns the runner's fields into one audit line.
 
-    time -> identity -> clean (JSON values, payload digests, redaction) -> chain -> render
+    time -> identity -> clean (JSON values, payload digests, redaction, size caps) -> chain
+         -> render
 
 Each step is a small structlog processor; the clean step walks the fields once and does
-all three of its jobs on the way. Everything up to the chain is pure and exposed
+all four of its jobs on the way. Everything up to the chain is pure and exposed
 as `record_processors`, so a test can run it with `structlog.testing.LogCapture` at the end
 and assert on the records as dicts; the writer appends `chain_processor` and `render_line`
 and runs the whole pipeline under its file lock (the chain needs the tail it just read).
@@ -137,7 +138,8 @@ def _plain(value: Any) -> Any:
 
 
 def _digested(value: Any) -> dict[str, Any]:
-    """A payload-text value (at a PAYLOAD_TEXT_KEYS key) as its digest, itself redacted."""
+    """A payload-text value (at a PAYLOAD_TEXT_KEYS key) as its digest (sha256 and length:
+    nothing to redact)."""
     digest: dict[str, Any] = dict(digest_value(_plain(value)))
     return digest
 

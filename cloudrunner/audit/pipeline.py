@@ -1,9 +1,10 @@
 """The structlog processor pipeline that turns the runner's fields into one audit line.
 
-    time -> identity -> clean (JSON values, payload digests, redaction) -> chain -> render
+    time -> identity -> clean (JSON values, payload digests, redaction, size caps) -> chain
+         -> render
 
 Each step is a small structlog processor; the clean step walks the fields once and does
-all three of its jobs on the way. Everything up to the chain is pure and exposed
+all four of its jobs on the way. Everything up to the chain is pure and exposed
 as `record_processors`, so a test can run it with `structlog.testing.LogCapture` at the end
 and assert on the records as dicts; the writer appends `chain_processor` and `render_line`
 and runs the whole pipeline under its file lock (the chain needs the tail it just read).
@@ -28,9 +29,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # annotations only: readers of the log need not import structlog
     from structlog.typing import EventDict, Processor, WrappedLogger
 
+from cloudrunner.audit import bounds
 from cloudrunner.audit.chain import canonical_json
 from cloudrunner.audit.digest import PAYLOAD_TEXT_KEYS, digest_value
-from cloudrunner.audit.redaction import redact
+from cloudrunner.audit.redaction import blank, redact, secret_flag_values, secret_keys
 
 Clock = Callable[[], datetime]
 
@@ -136,29 +138,36 @@ def _plain(value: Any) -> Any:
 
 
 def _digested(value: Any) -> dict[str, Any]:
-    """A payload-text value (at a PAYLOAD_TEXT_KEYS key) as its digest, itself redacted."""
-    digest: dict[str, Any] = _redact_in(dict(digest_value(_plain(value))))
+    """A payload-text value (at a PAYLOAD_TEXT_KEYS key) as its digest (sha256 and length:
+    nothing to redact)."""
+    digest: dict[str, Any] = dict(digest_value(_plain(value)))
     return digest
 
 
-def _clean(value: Any, digest: bool) -> Any:
+def _clean(value: Any, digest: bool, cap: int | None = None) -> Any:
     """`value` as the record stores it, in one walk: plain JSON data (as `json_value`),
-    payload text digested (when `digest`), every string redacted. The same result as the
-    three walks one after the other, which were most of what writing a record cost."""
+    payload text digested (when `digest`), secrets redacted (every string, and the values
+    of keys named like secrets), strings longer than `cap` cut with their digest. The same
+    result as separate walks one after the other, which were most of what writing a record
+    cost."""
     kind = type(value)
     if kind is str:
-        return redact(value)
+        return redact(value) if cap is None else bounds.bounded(value, cap)
     if kind is int or kind is bool or value is None:
         return value
     if kind is dict:
+        secret = secret_keys(value)
         out: dict[str, Any] = {}
         for key, item in value.items():
             if type(key) is not str:
                 raise _Unfit(TypeError, f"has a non-string key {key!r}")
             try:
-                out[key] = (
-                    _digested(item) if digest and key in PAYLOAD_TEXT_KEYS else _clean(item, digest)
-                )
+                if digest and key in PAYLOAD_TEXT_KEYS:
+                    out[key] = _digested(item)
+                elif key in secret:
+                    out[key] = blank(_plain(item))
+                else:
+                    out[key] = _clean(item, digest, cap)
             except _Unfit as exc:
                 exc.path = f".{key}{exc.path}"
                 raise
@@ -167,26 +176,36 @@ def _clean(value: Any, digest: bool) -> Any:
         items = []
         for index, item in enumerate(value):
             try:
-                items.append(_clean(item, digest))
+                items.append(_clean(item, digest, cap))
             except _Unfit as exc:
                 exc.path = f"[{index}]{exc.path}"
                 raise
+        # an argv list: the value after a secret's flag (["--token", "x"]), once items are
+        # plain strings
+        for index in secret_flag_values(items):
+            items[index] = blank(items[index])
         return items
     plain = _plain(value)  # a float (checked), or a tuple, mapping, enum, path, model, ...
-    return plain if type(plain) is float else _clean(plain, digest)
+    return plain if type(plain) is float else _clean(plain, digest, cap)
 
 
-def clean_record(fields: Mapping[str, Any], *, include_payload_text: bool) -> dict[str, Any]:
+def clean_record(
+    fields: Mapping[str, Any], *, include_payload_text: bool, bounded: bool = False
+) -> dict[str, Any]:
     """`fields` as a record stores them: plain JSON values only, so a written line
     re-serialises to the bytes that were hashed; payload text (PAYLOAD_TEXT_KEYS, at any
     depth) replaced by sha256 and length unless `include_payload_text`; every string value,
-    at any depth, through `redact` (keys are the runner's own names)."""
+    at any depth, through `redact`, and the values of keys named like secrets (at any depth
+    below the top: top-level keys are the runner's own names) blanked. With `bounded`, the
+    strings of every field but the payload and the excerpts are cut (`bounds.cap_for`)."""
     digest = not include_payload_text
     out: dict[str, Any] = {}
     for key, value in fields.items():
         try:
             out[key] = (
-                _digested(value) if digest and key in PAYLOAD_TEXT_KEYS else _clean(value, digest)
+                _digested(value)
+                if digest and key in PAYLOAD_TEXT_KEYS
+                else _clean(value, digest, bounds.cap_for(key) if bounded else None)
             )
         except _Unfit as exc:
             raise exc.error(f"audit field {key}{exc.path} {exc.problem}") from None
@@ -194,22 +213,12 @@ def clean_record(fields: Mapping[str, Any], *, include_payload_text: bool) -> di
 
 
 def clean_values(include_payload_text: bool) -> Processor:
-    """`clean_record` as a step of the pipeline."""
+    """`clean_record` as a step of the pipeline, record size bounded."""
 
     def processor(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
-        return clean_record(event_dict, include_payload_text=include_payload_text)
+        return clean_record(event_dict, include_payload_text=include_payload_text, bounded=True)
 
     return processor
-
-
-def _redact_in(value: Any) -> Any:
-    if type(value) is str:
-        return redact(value)
-    if type(value) is dict:
-        return {key: _redact_in(item) for key, item in value.items()}
-    if type(value) is list:
-        return [_redact_in(item) for item in value]
-    return value
 
 
 def record_processors(

@@ -40,7 +40,9 @@ class EventFields(TypedDict, total=False):
     conversation_id: str
     generation_id: str
     event: str
-    #: the event's input with payload text digested (see PAYLOAD_TEXT_KEYS)
+    #: the event's input with payload text digested (see PAYLOAD_TEXT_KEYS) and secrets
+    #: redacted; only in the record that answers the event (decision, gated, refused): the
+    #: one field whose strings are never cut (see cloudrunner/audit/bounds.py)
     payload: dict[str, Any]
     #: why an event, source or hook was gated, refused or skipped
     reason: str

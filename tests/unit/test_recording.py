@@ -73,3 +73,29 @@ def test_changed_pointers_name_the_outermost_change() -> None:
     after = {"a": {"b": "x", "c": [1, 3]}, "d/e": {"sha256": "..."}}
     assert changed_pointers(before, after) == ["/a/c/1", "/d~1e"]
     assert changed_pointers(before, before) == []
+
+
+def test_an_entry_redacts_secret_keys_and_lists_them_as_altered(tmp_path: Path) -> None:
+    payload = {
+        "hook_event_name": "preToolUse",
+        "tool_name": "Shell",
+        "tool_input": {"command": "make", "env": {"NPM_TOKEN": "n1"}, "password": "p1"},
+        "session_id": "s-1",
+    }
+    entry = build_entry(settings(tmp_path), records(payload))
+    assert entry is not None
+    assert entry["payload"]["tool_input"] == {
+        "command": "make",
+        "env": {"NPM_TOKEN": REDACTED},
+        "password": REDACTED,
+    }
+    assert entry["payload"]["session_id"] == "s-1"
+    assert entry["altered"] == ["/tool_input/env/NPM_TOKEN", "/tool_input/password"]
+
+
+def test_an_entry_keeps_long_payload_values_whole(tmp_path: Path) -> None:
+    # the stream is what replay runs: it is redacted, never cut
+    payload = {"hook_event_name": "beforeSubmitPrompt", "conversation_id": "c" * 5000}
+    entry = build_entry(settings(tmp_path), records(payload))
+    assert entry is not None
+    assert entry["payload"]["conversation_id"] == "c" * 5000

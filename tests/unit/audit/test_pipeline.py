@@ -139,10 +139,12 @@ def test_render_line_gives_one_ascii_line_and_the_record() -> None:
 
 
 def _three_walks(fields: dict[str, Any], *, include_payload_text: bool) -> dict[str, Any]:
-    """The reference: plain JSON values, then payload text digested, then every string
-    redacted, each over the whole record (how the pipeline did it before one walk)."""
+    """The reference: plain JSON values, then payload text digested, then secrets redacted
+    (`redact_value` below the top-level names), each over the whole record (how the
+    pipeline did it before one walk)."""
     from cloudrunner.audit.digest import PAYLOAD_TEXT_KEYS, digest_value
-    from cloudrunner.audit.pipeline import _redact_in, json_value
+    from cloudrunner.audit.pipeline import json_value
+    from cloudrunner.audit.redaction import redact_value
 
     def digested(value: Any) -> Any:
         if type(value) is dict:
@@ -157,14 +159,17 @@ def _three_walks(fields: dict[str, Any], *, include_payload_text: bool) -> dict[
     plain = {key: json_value(value, key) for key, value in fields.items()}
     if not include_payload_text:
         plain = digested(plain)
-    result: dict[str, Any] = _redact_in(plain)
-    return result
+    return {key: redact_value(value) for key, value in plain.items()}
 
 
-_KEYS = st.sampled_from(["prompt", "text", "edits", "command", "env", "password", "a", "b"])
-_SECRETS = st.sampled_from(
-    ["AKIAABCDEFGHIJKLMNOP", "Bearer abcdefgh12345678", "password=hunter2hunter2", "plain"]
+_KEYS = st.sampled_from(
+    ["prompt", "text", "edits", "command", "env", "password", "a", "b", "name", "value"]
 )
+_SECRET_LEAVES = [
+    "AKIAABCDEFGHIJKLMNOP", "Bearer abcdefgh12345678", "password=hunter2hunter2", "plain",
+    "DB_PASSWORD", "--api-key",
+]  # fmt: skip
+_SECRETS = st.sampled_from(_SECRET_LEAVES)
 _LEAVES = (
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=12) | _SECRETS | st.sampled_from([Outcome.OK, Path("/r/x")])
@@ -210,3 +215,43 @@ def test_the_clean_step_names_the_field_it_cannot_store(
     assert str(caught.value) == message
     with pytest.raises(type(caught.value), match="^" + message.replace("[", r"\[")):
         _three_walks(fields, include_payload_text=False)
+
+
+def test_secret_keys_are_blanked_in_the_payload_and_tool_input() -> None:
+    entry = run(
+        {
+            "kind": "decision",
+            "payload": {
+                "tool_input": {
+                    "password": "p4ss",
+                    "env": {"DB_PASSWORD": "p5ss", "MODE": "prod"},
+                    "headers": {"Authorization": "Basic dXNlcjpwYXNz"},
+                    "api_key": "k3y",
+                    "env_list": [{"name": "GITHUB_TOKEN", "value": "t0k"}],
+                    "argv": ["--token", "t1k"],
+                },
+                "session_id": "s-1",
+                "context_tokens": 4000,
+            },
+        }
+    )
+    tool_input = entry["payload"]["tool_input"]
+    assert tool_input == {
+        "password": REDACTED,
+        "env": {"DB_PASSWORD": REDACTED, "MODE": "prod"},
+        "headers": {"Authorization": REDACTED},
+        "api_key": REDACTED,
+        "env_list": [{"name": "GITHUB_TOKEN", "value": REDACTED}],
+        "argv": ["--token", REDACTED],
+    }
+    # protocol fields that merely look alike are kept
+    assert entry["payload"]["session_id"] == "s-1"
+    assert entry["payload"]["context_tokens"] == 4000
+
+
+def test_the_writers_pipeline_bounds_every_field_but_the_payload() -> None:
+    long_id = "c" * 10_000
+    entry = run({"kind": "decision", "conversation_id": long_id, "payload": {"x": long_id}})
+    assert entry["payload"]["x"] == long_id
+    assert len(entry["conversation_id"]) < 400
+    assert "sha256" in entry["conversation_id"]

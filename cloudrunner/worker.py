@@ -171,6 +171,8 @@ class Worker(ClosesOnExit):
                 user_home=self.settings.sources.user_home,
                 trust_workspace=self.settings.sources.trust_project_hooks
                 and ws.trust_project_hooks,
+                allowed=frozenset(SourceKind(k) for k in self.settings.sources.allowed),
+                project_digests=_frozen(self.settings.sources.project_digests),
             )
         )
         try:
@@ -623,6 +625,10 @@ def _attested_limits(attestation: Mapping[str, Any], timeout: float) -> dict[str
     """The limits the engine reported in force for this hook's container, plus its timeout."""
     found = {key: attestation[key] for key in _LIMIT_KEYS if key in attestation}
     return {**found, "timeout_s": timeout}
+
+
+def _frozen(values: list[str] | None) -> frozenset[str] | None:
+    return None if values is None else frozenset(values)
 
 
 def _source_key(source: LoadedSource) -> str:

@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from cloudrunner.egress.rules import EgressSettings
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.sandbox.limits import SandboxProfile
 
@@ -190,6 +191,22 @@ class Settings(_Section):
     audit: AuditSettings = Field(default_factory=AuditSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    egress: EgressSettings = Field(default_factory=EgressSettings)
+
+    @model_validator(mode="after")
+    def _egress_fits_the_sandbox(self) -> Settings:
+        for kind in ("enterprise", "team"):
+            if (
+                self.egress.rules_for(kind).policy == "allowlist"
+                and self.sandbox.profile_for(kind).network != "none"
+            ):
+                raise ValueError(
+                    f"egress.{kind}.policy is allowlist but sandbox network of {kind} is "
+                    f"{self.sandbox.profile_for(kind).network!r}: an allowlist puts the hooks "
+                    'on the proxy\'s internal network; set the sandbox network to "none", or '
+                    'use policy "open" for that whole network'
+                )
+        return self
 
     @property
     def socket_path(self) -> Path:

@@ -28,6 +28,8 @@ from cloudrunner import environment as project_environment
 from cloudrunner import gate, recording, workspace
 from cloudrunner.audit import AuditWriter, RecordKind, TornAcknowledgement
 from cloudrunner.closing import ClosesOnExit
+from cloudrunner.egress.credentials import RunAttribution
+from cloudrunner.egress.manager import Egress
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.errors import EventNotAvailable, InvalidPayload, UnknownEvent
 from cloudrunner.protocol.events import event_spec, neutral_answer
@@ -116,6 +118,14 @@ class Worker(ClosesOnExit):
         self._writable: dict[Path, int] = {}
         self._owns_audit = audit is None
         self.audit = audit or open_audit(settings)
+        self.egress = Egress(
+            settings.egress,
+            client=self._link.client,
+            state_dir=settings.state_dir,
+            worker_id=self.worker_id,
+            rules_file=settings.egress.rules_file,
+            default_networks=lambda kind: settings.sandbox.profile_for(kind).network,
+        )
 
     def close(self) -> None:
         if self._owns_audit:
@@ -195,6 +205,17 @@ class Worker(ClosesOnExit):
                 workspace=ws.root,
                 session_env=state.env,
                 max_parallel=self.settings.max_parallel_hooks,
+                hook_env=lambda hook: self.egress.hook_env(
+                    str(hook.source_kind),
+                    RunAttribution(
+                        source=str(hook.source_kind),
+                        event=name,
+                        conversation_id=ids["conversation_id"],
+                        generation_id=ids["generation_id"],
+                        hook_id=hook.hook_id,
+                        command=hook.command,
+                    ),
+                ),
             )
         finally:
             sandboxes.close()
@@ -204,9 +225,15 @@ class Worker(ClosesOnExit):
             fresh.source_hashes = {_source_key(s): s.sha256 or "" for s in sources.sources}
             if name == "sessionStart":
                 fresh.env.update(merged.env)
+        used_proxy = any(
+            self.egress.policy(str(h.source_kind)) == "allowlist"
+            for h in plan.hooks_to_run
+            if h.hook_id in outcome.executions
+        )
         records = [
             *skipped,
             *self._hook_records(outcome, merged, ids, ws, session_label),
+            *((RecordKind.EGRESS, fields) for fields in self.egress.records(used_proxy)),
             (
                 RecordKind.DECISION,
                 {
@@ -467,6 +494,9 @@ class Worker(ClosesOnExit):
         session: str,
     ) -> Sandbox:
         profile = self.settings.sandbox.profile_for(str(kind))
+        network = self.egress.network_for(str(kind))
+        if network is not None:
+            profile = profile.model_copy(update={"network": network})
         if kind is SourceKind.PROJECT:
             image = self._environment_image(ws, session)
             if image is not None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cloudrunner import pinning
+from cloudrunner.egress.rules import domain_pattern
 from cloudrunner.protocol.config import HookEntry
 from cloudrunner.protocol.diagnostics import Diagnostic, error, info, warning
 from cloudrunner.protocol.profiles import SourceKind
@@ -19,57 +20,80 @@ from cloudrunner.settings import Settings
 class NetworkUse:
     pattern: re.Pattern[str]
     what: str
+    #: the hosts it reaches ("{1}": the one the command names)
+    hosts: tuple[str, ...]
 
 
-#: commands that reach the network by their nature; each says what it fetches
+_NPM = ("registry.npmjs.org",)
+_PYPI = ("pypi.org", "files.pythonhosted.org")
+
+#: commands that reach the network by their nature; each says what it fetches, and where
 NETWORK_USES = (
-    NetworkUse(re.compile(r"(?<![\w.-])(npx|bunx|pnpx|uvx)(?![\w.-])"), "{0} fetches packages"),
-    NetworkUse(re.compile(r"(?<![\w.-])(pnpm|yarn|bun)\s+dlx\b"), "{0} dlx fetches packages"),
+    NetworkUse(re.compile(r"(?<![\w.-])(npx|bunx|pnpx)(?![\w.-])"), "{0} fetches packages", _NPM),
+    NetworkUse(re.compile(r"(?<![\w.-])(uvx)(?![\w.-])"), "{0} fetches packages", _PYPI),
+    NetworkUse(re.compile(r"(?<![\w.-])(pnpm|yarn|bun)\s+dlx\b"), "{0} dlx fetches packages", _NPM),
     NetworkUse(re.compile(r"(?<![\w.-])npm\s+(?:exec|install|i|ci|update)\b"),
-               "npm fetches packages"),
-    NetworkUse(re.compile(r"(?<![\w.-])pip3?\s+install\b"), "pip install fetches packages"),
+               "npm fetches packages", _NPM),
+    NetworkUse(re.compile(r"(?<![\w.-])pip3?\s+install\b"), "pip install fetches packages", _PYPI),
     NetworkUse(re.compile(r"(?<![\w.-])uv\s+(?:pip\s+install|tool\s+install|add|sync|run\s+--with)\b"),
-               "uv fetches packages"),
+               "uv fetches packages", _PYPI),
     NetworkUse(re.compile(r"(?<![\w.-])(curl|wget)\b[^|;&]*?\bhttps?://(?!localhost\b|127\.)([\w.-]+)"),
-               "{0} calls {1}"),
+               "{0} calls {1}", ("{1}",)),
     NetworkUse(re.compile(r"(?<![\w.-])git\s+(?:clone|fetch|pull|push|ls-remote)\b"),
-               "git talks to a remote"),
+               "git talks to a remote", ()),
 )  # fmt: skip
 
 
-def network_needs(command: str) -> list[str]:
-    """Why a command evidently needs the network (empty when nothing says so)."""
+def network_uses(command: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(why, hosts) for each way a command evidently needs the network."""
     found = []
     for use in NETWORK_USES:
         match = use.pattern.search(command)
         if match:
-            found.append(use.what.format(*match.groups()))
+            groups = match.groups()
+            hosts = tuple(h.format(*groups).lower() for h in use.hosts)
+            found.append((use.what.format(*groups), hosts))
     return found
 
 
-def source_has_network(settings: Settings, kind: SourceKind) -> bool:
-    """Whether hooks of `kind` can reach anything outside their sandbox."""
-    return settings.sandbox.profile_for(str(kind)).network != "none"
+def network_needs(command: str) -> list[str]:
+    """Why a command evidently needs the network (empty when nothing says so)."""
+    return [why for why, _ in network_uses(command)]
+
+
+def _allowed(host: str, domains: tuple[str, ...]) -> bool:
+    return any(re.search(domain_pattern(d), host, re.I) for d in domains)
 
 
 def hook_diagnostics(
     entry: HookEntry, kind: SourceKind, settings: Settings, file: str
 ) -> list[Diagnostic]:
     command = entry.definition.command
-    if entry.definition.type != "command" or not command or source_has_network(settings, kind):
+    if entry.definition.type != "command" or not command:
         return []
-    needs = network_needs(command)
-    if not needs:
-        return []
+    rules = settings.egress.rules_for(str(kind))
+    named = settings.sandbox.profile_for(str(kind)).network
+    if rules.policy == "open" or (named != "none" and rules.policy == "none"):
+        return []  # a whole network: nothing to say
+    problems = []
+    for why, hosts in network_uses(command):
+        if rules.policy == "none":
+            problems.append(
+                f"{why}, but {kind} hooks have no network (egress.{kind}.policy is none): this "
+                f"hook will fail in cloudrunner unless the operator allows what it needs "
+                f"(egress.{kind}.policy = allowlist with "
+                f"{', '.join(hosts) or 'the hosts it uses'} in egress.{kind}.domains)"
+            )
+        else:
+            missing = [h for h in hosts if not _allowed(h, rules.domains)]
+            if missing:
+                problems.append(
+                    f"{why}, but egress.{kind}.domains does not allow {', '.join(missing)}: "
+                    "the proxy will refuse it"
+                )
     return [
-        warning(
-            "needs-network",
-            f"{'; '.join(needs)}, but {kind} hooks have no network (sandbox network `none`): "
-            f"this hook will fail in cloudrunner unless the operator grants {kind} hooks the "
-            "network it needs in the worker settings, or the hook stops needing it",
-            file=file,
-            pointer=f"{entry.pointer}/command",
-        )
+        warning("needs-network", problem, file=file, pointer=f"{entry.pointer}/command")
+        for problem in problems
     ]
 
 

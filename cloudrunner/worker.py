@@ -76,6 +76,8 @@ class EventReply:
     outcomes: tuple[tuple[str, str], ...] = ()
     #: the conversation the event belongs to ("" when the payload has none)
     conversation_id: str = ""
+    #: (source, allowed|refused) of each egress attempt recorded with this event
+    egress: tuple[tuple[str, str], ...] = ()
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -230,10 +232,11 @@ class Worker(ClosesOnExit):
             for h in plan.hooks_to_run
             if h.hook_id in outcome.executions
         )
+        egress_records = self.egress.records(used_proxy)
         records = [
             *skipped,
             *self._hook_records(outcome, merged, ids, ws, session_label),
-            *((RecordKind.EGRESS, fields) for fields in self.egress.records(used_proxy)),
+            *((RecordKind.EGRESS, fields) for fields in egress_records),
             (
                 RecordKind.DECISION,
                 {
@@ -258,6 +261,11 @@ class Worker(ClosesOnExit):
                 (str(d.result.hook.source_kind), str(d.result.outcome)) for d in merged.decisions
             ),
             conversation_id=plan.conversation_id,
+            egress=tuple(
+                (str(f.get("source")), str(f.get("decision")))
+                for f in egress_records
+                if "decision" in f
+            ),
         )
 
     # ------------------------------------------------------------------ pieces

@@ -136,6 +136,16 @@ def _probe(deployment: Deployment, flags: list[str], address: str) -> list[str]:
     return str(answer["user_message"]).split()
 
 
+def _cli(*args: str) -> str:
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "cloudrunner", *args], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
 def _proxies(client: docker.DockerClient, tracker: DockerTracker) -> list[Any]:
     found = client.containers.list(
         all=True, filters={"label": [f"cloudrunner.worker={tracker.worker_id}", ROLE_LABEL]}
@@ -195,5 +205,45 @@ def test_allowlisted_names_pass_others_are_refused_and_nothing_bypasses_the_prox
         # a source on `none` still has no network at all
         rules.write_text('[project]\npolicy = "none"\n')
         assert _probe(deployment, flags, address)[:3] == ["000", "000", "000"]
+
+        # the operator's view: audit query --kind egress, audit stats
+        log = [str(deployment.audit_log)]
+        query = _cli("audit", "query", "--kind", "egress", "--format", "json", *log)
+        hosts = {json.loads(x).get("host") for x in query.splitlines()}
+        assert {"allowed.test", "denied.test"} <= hosts
+        stats = json.loads(_cli("audit", "stats", "--format", "json", *log))
+        assert stats["egress"]["project"]["refused"] == 1
+        assert stats["egress"]["project"]["allowed"] >= 6
+        assert stats["top_refused_hosts"] == [{"source_host": "project denied.test:80", "count": 1}]
+        assert "top refused egress" in _cli("audit", "stats", *log)
+    finally:
+        _proxies(docker_client, docker_tracker)
+
+
+def test_runsc_without_a_network_refuses_an_allowlisted_source_clearly(
+    deployment: Deployment,
+    internet: tuple[str, str, Path],
+    docker_client: docker.DockerClient,
+    docker_tracker: DockerTracker,
+) -> None:
+    network, address, ca = internet
+    runtimes = (docker_client.info() or {}).get("Runtimes") or {}
+    if "--network=none" not in ((runtimes.get("runsc") or {}).get("runtimeArgs") or []):
+        missing("this test needs runsc registered with --network=none (bash scripts/docker-up)")
+    _repo(deployment, ca)
+    rules = deployment.root / "egress-rules.toml"
+    rules.write_text('[project]\npolicy = "allowlist"\ndomains = ["allowed.test"]\n')
+    flags = _settings(deployment, network, rules)
+    config = Path(flags[-1])
+    config.write_text(config.read_text() + '\n[sandbox.per_source.project]\nruntime = "runsc"\n')
+    try:
+        payload = deployment.event(
+            "beforeShellExecution", command=address, cwd=str(deployment.workspace)
+        )
+        proc = deployment.run(payload, flags=flags)
+        assert proc.returncode == 0, proc.stderr.decode()
+        (hook,) = [r for r in deployment.records() if r["kind"] == "hook"]
+        assert hook["outcome"] == "sandbox_error"
+        assert "runsc is registered with --network=none" in hook["reason"]
     finally:
         _proxies(docker_client, docker_tracker)

@@ -80,6 +80,17 @@ def test_a_network_hint_names_the_setting_under_network_none(
     (hint,) = [d for d in file["diagnostics"] if d["code"] == "needs-network"]
     assert hint["severity"] == "warning" and "network" in hint["message"]
     assert hint["line"] is not None
+    assert "egress.project.policy = allowlist with registry.npmjs.org" in hint["message"]
+    # an allowlist that lacks the registry still warns, one that has it does not
+    config = tmp_path / "config.toml"
+    config.write_text('[egress.project]\npolicy = "allowlist"\ndomains = ["api.mem0.ai"]\n')
+    code, result = report(capsys, "--config", str(config), str(root))
+    (file,) = result["files"]  # type: ignore[misc]
+    (hint,) = [d for d in file["diagnostics"] if d["code"] == "needs-network"]
+    assert "does not allow registry.npmjs.org" in hint["message"]
+    config.write_text('[egress.project]\npolicy = "allowlist"\ndomains = ["*.npmjs.org"]\n')
+    code, result = report(capsys, "--config", str(config), str(root))
+    assert "needs-network" not in codes(result)
     # an enterprise source the operator gave a network gets no hint
     config = tmp_path / "config.toml"
     config.write_text('[sandbox.per_source.enterprise]\nnetwork = "corp-tools"\n')

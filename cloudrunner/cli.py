@@ -41,6 +41,20 @@ def _add_sandbox(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     pr.set_defaults(handler=reaper.prune_command)
 
 
+def _add_hooks(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from cloudrunner import pinning
+
+    p = sub.add_parser("hooks", help="inspect a repository's project hooks")
+    hsub = p.add_subparsers(dest="hooks_command", required=True, metavar="COMMAND")
+    d = hsub.add_parser(
+        "digest",
+        help="print the digest of a repository's hooks (the file and the scripts it runs), "
+        "to approve in sources.project_digests",
+    )
+    pinning.add_digest_arguments(d)
+    d.set_defaults(handler=pinning.digest_command)
+
+
 def _add_gate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from cloudrunner import gate
 
@@ -170,6 +184,7 @@ _COMMANDS: dict[str, Callable[[argparse._SubParsersAction[argparse.ArgumentParse
     "config": _add_config,
     "gate": _add_gate,
     "validate": _add_validate,
+    "hooks": _add_hooks,
     "audit": _add_audit,
     "sandbox": _add_sandbox,
     "replay": _add_replay,

@@ -32,6 +32,7 @@ BUILD_KEY_LABEL = "cloudrunner.build-key"
 BASE_IMAGE = "cloudrunner/base:bookworm"
 RUNTIME_REPOSITORY = "cloudrunner/hook-runtime"
 DEFAULT_RUNTIME_IMAGE = f"{RUNTIME_REPOSITORY}:latest"
+EGRESS_PROXY_REPOSITORY = "cloudrunner/egress-proxy"
 SUITE = "bookworm"
 VARIANT = "minbase"
 # Bumped whenever the way the base tree is made changes, so the key changes with it.
@@ -162,6 +163,15 @@ def build_base(
     return BuildStep(ref, key, built=True)
 
 
+def context_key(context: Path, base_image_id: str) -> str:
+    """A build key over every file of a build context (names, modes and contents)."""
+    h = hashlib.sha256(base_image_id.encode())
+    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+        h.update(f"\n{path.relative_to(context)}\0{path.stat().st_mode & 0o777:o}\0".encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
 def build_runtime(client: docker.DockerClient, *, force: bool = False) -> BuildStep:
     context = images_dir() / "hook-runtime"
     dockerfile = (context / "Dockerfile").read_bytes()
@@ -169,9 +179,28 @@ def build_runtime(client: docker.DockerClient, *, force: bool = False) -> BuildS
     if base_id is None:
         raise ImageBuildError(f"{BASE_IMAGE} is missing; build it first")
     key = runtime_key(dockerfile, base_id)
-    version_ref = f"{RUNTIME_REPOSITORY}:{__version__}"
+    return _build_tagged(client, context, RUNTIME_REPOSITORY, key, force=force)
+
+
+def build_egress_proxy(client: docker.DockerClient, *, force: bool = False) -> BuildStep:
+    """The egress proxy image (Squid from Debian's packages), `images/egress-proxy`."""
+    context = images_dir() / "egress-proxy"
+    _, base_id = _existing_key(client, BASE_IMAGE)
+    if base_id is None:
+        raise ImageBuildError(f"{BASE_IMAGE} is missing; build it first")
+    return _build_tagged(
+        client, context, EGRESS_PROXY_REPOSITORY, context_key(context, base_id), force=force
+    )
+
+
+def _build_tagged(
+    client: docker.DockerClient, context: Path, repository: str, key: str, *, force: bool
+) -> BuildStep:
+    """Build `context` as REPOSITORY:<version> and :latest, unless both carry `key`."""
+    version_ref = f"{repository}:{__version__}"
+    latest_ref = f"{repository}:latest"
     have_version, _ = _existing_key(client, version_ref)
-    have_latest, _ = _existing_key(client, DEFAULT_RUNTIME_IMAGE)
+    have_latest, _ = _existing_key(client, latest_ref)
     if have_version == key and have_latest == key and not force:
         _progress(f"{version_ref} and :latest are up to date (key {key[:12]}), skipped")
         return BuildStep(version_ref, key, built=False)
@@ -191,8 +220,8 @@ def build_runtime(client: docker.DockerClient, *, force: bool = False) -> BuildS
             image_id = str(aux["ID"])
     if image_id is None:
         raise ImageBuildError(f"building {version_ref} ended without an image")
-    client.images.get(image_id).tag(RUNTIME_REPOSITORY, "latest")
-    _progress(f"tagged {version_ref} and {DEFAULT_RUNTIME_IMAGE}")
+    client.images.get(image_id).tag(repository, "latest")
+    _progress(f"tagged {version_ref} and {latest_ref}")
     return BuildStep(version_ref, key, built=True)
 
 
@@ -216,7 +245,11 @@ def _stream_build(
 def build_all(*, force: bool = False) -> list[BuildStep]:
     client = connect()
     try:
-        return [build_base(client, force=force), build_runtime(client, force=force)]
+        return [
+            build_base(client, force=force),
+            build_runtime(client, force=force),
+            build_egress_proxy(client, force=force),
+        ]
     finally:
         client.close()
 

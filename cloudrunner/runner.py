@@ -98,7 +98,9 @@ def run_plan(
     workspace: Path,
     session_env: Mapping[str, str],
     max_parallel: int,
+    hook_env: Callable[[PlannedHook], Mapping[str, str]] | None = None,
 ) -> RunOutcome:
+    """`hook_env` adds variables for one hook run (the egress proxy's per-run credential)."""
     env = hook_environment(plan, workspace, session_env)
     executions: dict[str, ExecResult] = {}
     lock = threading.Lock()
@@ -113,7 +115,7 @@ def run_plan(
             command=hook.command,
             cwd=str(hook.working_dir),
             stdin=plan.payload_bytes,
-            env=env,
+            env={**env, **hook_env(hook)} if hook_env is not None else env,
             timeout_s=hook.timeout,
         )
         result = sandbox.run(request)

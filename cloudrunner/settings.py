@@ -11,11 +11,19 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
+from cloudrunner.egress.rules import EgressSettings
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.sandbox.limits import SandboxProfile
 
@@ -33,6 +41,17 @@ class _Section(BaseModel):
     )
 
 
+def _digest(value: str) -> str:
+    from cloudrunner.pinning import normalise
+
+    return normalise(value)
+
+
+_ALL_SOURCES: tuple[Literal["enterprise", "team", "project", "user"], ...] = (
+    "enterprise", "team", "project", "user",
+)  # fmt: skip
+
+
 class SourcesSettings(_Section):
     enterprise_hooks: Path = Path("/etc/cursor/hooks.json")
     """the managed enterprise hooks file; a missing file means no enterprise hooks"""
@@ -42,6 +61,15 @@ class SourcesSettings(_Section):
     """home directory whose ~/.cursor/hooks.json the desktop profile loads; empty means $HOME"""
     trust_project_hooks: bool = True
     """project hooks run only in a trusted workspace (spec section 2, Decision: trusted)"""
+    allowed: list[Literal["enterprise", "team", "project", "user"]] = Field(
+        default_factory=lambda: list(_ALL_SOURCES)
+    )
+    """the sources that may load; managed-only mode: ["enterprise", "team"] (the others are
+    skipped, and each skip is recorded with this reason)"""
+    project_digests: list[Annotated[str, AfterValidator(_digest)]] | None = None
+    """pinned project hooks: the approved digests of a repository's hooks (`cloudrunner hooks
+    digest DIR` prints one); project hooks whose digest is not listed do not load; unset:
+    not pinned (an empty list approves nothing)"""
 
 
 class WorkspaceSettings(_Section):
@@ -165,6 +193,22 @@ class Settings(_Section):
     audit: AuditSettings = Field(default_factory=AuditSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    egress: EgressSettings = Field(default_factory=EgressSettings)
+
+    @model_validator(mode="after")
+    def _egress_fits_the_sandbox(self) -> Settings:
+        for kind in ("enterprise", "team"):
+            if (
+                self.egress.rules_for(kind).policy == "allowlist"
+                and self.sandbox.profile_for(kind).network != "none"
+            ):
+                raise ValueError(
+                    f"egress.{kind}.policy is allowlist but sandbox network of {kind} is "
+                    f"{self.sandbox.profile_for(kind).network!r}: an allowlist puts the hooks "
+                    'on the proxy\'s internal network; set the sandbox network to "none", or '
+                    'use policy "open" for that whole network'
+                )
+        return self
 
     @property
     def socket_path(self) -> Path:

@@ -60,6 +60,10 @@ class SourceSettings:
     user_home: Path | None = None
     #: whether project hooks run (spec: the worker trusts the workspace it was given)
     trust_workspace: bool = True
+    #: the source kinds the operator allows to load (managed-only mode: a subset)
+    allowed: frozenset[SourceKind] = frozenset(SourceKind)
+    #: approved digests of the project hooks (`cloudrunner hooks digest`); None: not pinned
+    project_digests: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -354,8 +358,49 @@ def _project(settings: SourceSettings) -> LoadedSource:
                 file=str(path),
             ),
         )
-    return _load_file(
+    loaded = _load_file(
         SourceKind.PROJECT, path, workspace, workspace, settings.profile, required=False
+    )
+    if settings.project_digests is None or loaded.status is not SourceStatus.LOADED:
+        return loaded
+    return _pinned(loaded, workspace, settings.project_digests)
+
+
+def _pinned(loaded: LoadedSource, workspace: Path, approved: frozenset[str]) -> LoadedSource:
+    """The project source if the digest of its hooks (the file and the scripts it names)
+    is approved; otherwise not loaded, with the digest to approve."""
+    from cloudrunner import pinning
+
+    assert loaded.path is not None
+    file = str(loaded.path)
+    try:
+        data = read_hooks_bytes(loaded.path, workspace)
+        if hashlib.sha256(data).hexdigest() != loaded.sha256:
+            raise pinning.DigestError(f"{file} changed while its digest was taken")
+        digest = pinning.compute(workspace, data).digest
+    except (OSError, HooksFileRefused, pinning.DigestError) as exc:
+        note = error(
+            "project-digest-failed",
+            f"the project hooks are pinned and their digest cannot be taken ({exc}); "
+            "they are not loaded",
+            file=file,
+        )
+        return replace(loaded, status=SourceStatus.SKIPPED, hooks={}, diagnostics=(note,))
+    # The source's version is the digest from here on (it is what a conversation has seen
+    # and what records name), so a changed script counts as a new version of the source.
+    version = digest.removeprefix(pinning.DIGEST_PREFIX)
+    if digest in approved:
+        note = info("project-approved", f"project hooks digest {digest} is approved", file=file)
+        return replace(loaded, sha256=version, diagnostics=(*loaded.diagnostics, note))
+    note = error(
+        "project-not-approved",
+        f"the project hooks' digest {digest} is not in sources.project_digests, so they are "
+        "not loaded; after reviewing the hooks file and its scripts, add that digest to "
+        "approve them (`cloudrunner hooks digest DIR` prints it)",
+        file=file,
+    )
+    return replace(
+        loaded, status=SourceStatus.SKIPPED, sha256=version, hooks={}, diagnostics=(note,)
     )
 
 
@@ -429,6 +474,22 @@ class SourceSet:
         return SourceSet(self.settings, tuple(fresh), tuple(changed))
 
 
+def _load(kind: SourceKind, settings: SourceSettings) -> LoadedSource:
+    if kind in settings.allowed:
+        return _LOADERS[kind](settings)
+    allowed = ", ".join(str(k) for k in SourceKind if k in settings.allowed) or "none"
+    return _not_loaded(
+        kind,
+        None,
+        SourceStatus.SKIPPED,
+        info(
+            "source-not-allowed",
+            f"{kind} hooks are not loaded: the operator allows only these sources "
+            f"(sources.allowed): {allowed}",
+        ),
+    )
+
+
 def load_sources(settings: SourceSettings) -> SourceSet:
     """Load all four sources under the settings' profile. Never raises for bad files."""
-    return SourceSet(settings, tuple(_LOADERS[kind](settings) for kind in SourceKind))
+    return SourceSet(settings, tuple(_load(kind, settings) for kind in SourceKind))

@@ -18,12 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from cloudrunner import validate_policy
 from cloudrunner.errors import CloudrunnerError, ExitCode
 from cloudrunner.protocol.config import HookEntry, parse_hooks_file
 from cloudrunner.protocol.diagnostics import Diagnostic, Severity, error, warning
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.jsonpos import PositionIndex
 from cloudrunner.protocol.profiles import Profile, SourceKind
+from cloudrunner.settings import Settings, load_settings
 from cloudrunner.sources import HOOKS_FILE_NAME, HooksFileRefused, read_hooks_bytes, skip_reason
 
 
@@ -203,7 +205,10 @@ def _matcher_warnings(entry: HookEntry, file: str) -> list[Diagnostic]:
     return out
 
 
-def validate_file(target: Target, profile: Profile, kind: SourceKind) -> FileReport:
+def validate_file(
+    target: Target, profile: Profile, kind: SourceKind, settings: Settings | None = None
+) -> FileReport:
+    settings = settings or Settings()
     file = str(target.file)
     try:
         data = read_hooks_bytes(target.file, target.root)
@@ -239,6 +244,7 @@ def validate_file(target: Target, profile: Profile, kind: SourceKind) -> FileRep
                     continue
                 verdicts.append(_verdict(kind, entry, profile))
                 scripts.extend(_matcher_warnings(entry, file))
+                scripts.extend(validate_policy.hook_diagnostics(entry, kind, settings, file))
                 if target.repository is not None and kind is SourceKind.PROJECT:
                     scripts.extend(_script_warnings(entry, target.repository, file))
     if scripts:
@@ -246,6 +252,7 @@ def validate_file(target: Target, profile: Profile, kind: SourceKind) -> FileRep
         for note in scripts:
             at = index.find(note.pointer or "")
             diagnostics.append(note.located(*at) if at else note)
+    diagnostics += validate_policy.source_diagnostics(kind, settings, file, target.repository, data)
     return FileReport(target.file, tuple(diagnostics), tuple(verdicts))
 
 
@@ -254,11 +261,13 @@ def validate_paths(
     *,
     profile: Profile = Profile.CLOUD,
     source: SourceKind = SourceKind.PROJECT,
+    settings: Settings | None = None,
 ) -> ValidationReport:
-    """Validate each PATH. Raises `CloudrunnerError` for a PATH that does not exist."""
+    """Validate each PATH against the worker settings' policy (default settings when None).
+    Raises `CloudrunnerError` for a PATH that does not exist."""
     targets = [resolve_target(p) for p in paths]
     return ValidationReport(
-        profile, source, tuple(validate_file(t, profile, source) for t in targets)
+        profile, source, tuple(validate_file(t, profile, source, settings) for t in targets)
     )
 
 
@@ -293,12 +302,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="which source the files are (default: project)",
     )  # fmt: skip
     p.add_argument("--format", choices=["text", "json"], default="text", help="output format")
+    p.add_argument(
+        "--config", type=Path, metavar="FILE",
+        help="judge against this worker settings file's policy (allowed sources, pinned "
+        "project digests, network); default: CLOUDRUNNER_CONFIG, else "
+        "/etc/cloudrunner/config.toml when present, else the defaults",
+    )  # fmt: skip
     p.add_argument("--strict", action="store_true", help="exit 1 on warnings as well as errors")
 
 
 def validate_command(args: argparse.Namespace) -> int:
     report = validate_paths(
-        args.paths, profile=Profile(args.profile), source=SourceKind(args.source)
+        args.paths,
+        profile=Profile(args.profile),
+        source=SourceKind(args.source),
+        settings=load_settings(args.config),
     )
     if args.format == "json":
         json.dump(report.to_dict(), sys.stdout, indent=2)

@@ -35,6 +35,8 @@ from cloudrunner import environment as project_environment
 from cloudrunner import gate, recording, workspace
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind, TornAcknowledgement
 from cloudrunner.closing import ClosesOnExit
+from cloudrunner.egress.credentials import RunAttribution
+from cloudrunner.egress.manager import Egress
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.errors import EventNotAvailable, InvalidPayload, UnknownEvent
 from cloudrunner.protocol.events import (
@@ -104,6 +106,8 @@ class EventReply:
     #: what could not be kept after hooks ran (a record, session state), one line each;
     #: the answer is still the hooks' answer
     unrecorded: tuple[str, ...] = ()
+    #: (source, allowed|refused) of each egress attempt recorded with this event
+    egress: tuple[tuple[str, str], ...] = ()
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -146,6 +150,14 @@ class Worker(ClosesOnExit):
         self._writable: dict[Path, int] = {}
         self._owns_audit = audit is None
         self.audit = audit or open_audit(settings)
+        self.egress = Egress(
+            settings.egress,
+            client=self._link.client,
+            state_dir=settings.state_dir,
+            worker_id=self.worker_id,
+            rules_file=settings.egress.rules_file,
+            default_networks=lambda kind: settings.sandbox.profile_for(kind).network,
+        )
 
     def close(self) -> None:
         if self._owns_audit:
@@ -202,6 +214,8 @@ class Worker(ClosesOnExit):
                 user_home=self.settings.sources.user_home,
                 trust_workspace=self.settings.sources.trust_project_hooks
                 and ws.trust_project_hooks,
+                allowed=frozenset(SourceKind(k) for k in self.settings.sources.allowed),
+                project_digests=_frozen(self.settings.sources.project_digests),
             )
         )
         try:
@@ -240,6 +254,17 @@ class Worker(ClosesOnExit):
                 workspace=ws.root,
                 session_env=state.env,
                 max_parallel=self.settings.max_parallel_hooks,
+                hook_env=lambda hook: self.egress.hook_env(
+                    str(hook.source_kind),
+                    RunAttribution(
+                        source=str(hook.source_kind),
+                        event=name,
+                        conversation_id=ids["conversation_id"],
+                        generation_id=ids["generation_id"],
+                        hook_id=hook.hook_id,
+                        command=hook.command,
+                    ),
+                ),
             )
         finally:
             sandboxes.close()
@@ -254,9 +279,16 @@ class Worker(ClosesOnExit):
                     fresh.env.update(merged.env)
         except SessionStateError as exc:
             unrecorded.append(exc.message)
+        used_proxy = any(
+            self.egress.policy(str(h.source_kind)) == "allowlist"
+            for h in plan.hooks_to_run
+            if h.hook_id in outcome.executions
+        )
+        egress_records = self.egress.records(used_proxy)
         records = [
             *skipped,
             *self._hook_records(outcome, merged, ids, ws, session_label),
+            *((RecordKind.EGRESS, fields) for fields in egress_records),
             (
                 RecordKind.DECISION,
                 {
@@ -296,6 +328,11 @@ class Worker(ClosesOnExit):
             ),
             conversation_id=plan.conversation_id,
             unrecorded=tuple(unrecorded),
+            egress=tuple(
+                (str(f.get("source")), str(f.get("decision")))
+                for f in egress_records
+                if "decision" in f
+            ),
         )
 
     # ------------------------------------------------------------------ pieces
@@ -580,6 +617,9 @@ class Worker(ClosesOnExit):
         session: str,
     ) -> Sandbox:
         profile = self.settings.sandbox.profile_for(str(kind))
+        network = self.egress.network_for(str(kind))
+        if network is not None:
+            profile = profile.model_copy(update={"network": network})
         if kind is SourceKind.PROJECT:
             image = self._environment_image(ws, session)
             if image is not None:
@@ -749,6 +789,10 @@ def _safe_text(value: Any) -> str:
     text = value if isinstance(value, str) else str(value)
     text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text.replace("\x00", "\\x00")
+
+
+def _frozen(values: list[str] | None) -> frozenset[str] | None:
+    return None if values is None else frozenset(values)
 
 
 def _source_key(source: LoadedSource) -> str:

@@ -160,7 +160,7 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KIND",
-        help="hook, decision, gated, refused, skipped, environment, reaped, torn_record",
+        help="hook, decision, gated, refused, skipped, environment, reaped, egress, torn_record",
     )
     group.add_argument("--session", action="append", default=[], metavar="ID")
     group.add_argument(

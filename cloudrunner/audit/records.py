@@ -29,6 +29,8 @@ class RecordKind(StrEnum):
     SKIPPED = "skipped"
     #: written by the writer itself: acknowledges bytes left by a writer killed mid-record
     TORN_RECORD = "torn_record"
+    #: one connection attempt through the egress proxy, allowed or refused
+    EGRESS = "egress"
 
 
 class EventFields(TypedDict, total=False):

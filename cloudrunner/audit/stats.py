@@ -98,6 +98,9 @@ class Stats:
     hooks: dict[tuple[str, str, str], HookStats] = field(default_factory=dict)
     sources: dict[str, Counter[str]] = field(default_factory=dict)
     blocked_commands: Counter[str] = field(default_factory=Counter)
+    #: egress attempts per source and decision (allowed / refused)
+    egress: dict[str, Counter[str]] = field(default_factory=dict)
+    refused_hosts: Counter[str] = field(default_factory=Counter)
     first_time: str | None = None
     last_time: str | None = None
 
@@ -159,6 +162,15 @@ class Stats:
                     blocked = _blocked_command(record)
                     if blocked is not None:
                         self.blocked_commands[blocked] += 1
+        elif kind == "egress" and "decision" in record:
+            source = str(get("source") or "unknown")
+            per_source = self.egress.get(source)
+            if per_source is None:
+                per_source = self.egress[source] = Counter()
+            decision = str(get("decision"))
+            per_source[decision] += 1
+            if decision == "refused":
+                self.refused_hosts[f"{source} {get('host')}:{get('port')}"] += 1
 
     def merge(self, other: Stats) -> None:
         """Add `other`'s counts (a part of the log read elsewhere) to these."""
@@ -177,6 +189,9 @@ class Stats:
         for name, counts in other.sources.items():
             self.sources.setdefault(name, Counter()).update(counts)
         self.blocked_commands.update(other.blocked_commands)
+        for name, counts in other.egress.items():
+            self.egress.setdefault(name, Counter()).update(counts)
+        self.refused_hosts.update(other.refused_hosts)
         for moment in (other.first_time, other.last_time):
             if moment is not None:
                 if self.first_time is None or moment < self.first_time:
@@ -202,6 +217,14 @@ class Stats:
             "top_blocked_commands": [
                 {"command": command, "count": count}
                 for command, count in self.blocked_commands.most_common(top)
+            ],
+            "egress": {
+                name: {"allowed": c.get("allowed", 0), "refused": c.get("refused", 0)}
+                for name, c in sorted(self.egress.items())
+            },
+            "top_refused_hosts": [
+                {"source_host": host, "count": count}
+                for host, count in self.refused_hosts.most_common(top)
             ],
         }
 
@@ -268,6 +291,15 @@ def render_text(data: Mapping[str, Any]) -> str:
     out += ["", "top blocked commands"]
     rows = [["COUNT", "COMMAND"]]
     rows += [[str(b["count"]), b["command"]] for b in data["top_blocked_commands"]]
+    out += _table(rows, frozenset({0})) if len(rows) > 1 else ["  (none)"]
+    out += ["", "egress"]
+    rows = [["SOURCE", "ALLOWED", "REFUSED"]]
+    for name, counts in data.get("egress", {}).items():
+        rows.append([name, str(counts["allowed"]), str(counts["refused"])])
+    out += _table(rows, frozenset({1, 2})) if len(rows) > 1 else ["  (none)"]
+    out += ["", "top refused egress"]
+    rows = [["COUNT", "SOURCE AND HOST"]]
+    rows += [[str(h["count"]), h["source_host"]] for h in data.get("top_refused_hosts", [])]
     out += _table(rows, frozenset({0})) if len(rows) > 1 else ["  (none)"]
     return "\n".join(out)
 

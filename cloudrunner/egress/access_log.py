@@ -1,0 +1,141 @@
+"""The proxy's access log, read back as audit records: one `egress` record per connection
+attempt, allowed or refused, attributed to the hook run whose credential it carried."""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cloudrunner.egress.credentials import CredentialIssuer
+
+#: Squid result codes (the part before the slash) that mean "not let through"
+_REFUSED = ("TCP_DENIED", "NONE_NONE", "TAG_NONE")
+#: a single line longer than this is not from our logformat; it is skipped
+_MAX_LINE = 16 * 1024
+
+
+@dataclass(frozen=True)
+class EgressAttempt:
+    time: float
+    user: str
+    client: str
+    method: str
+    host: str
+    port: int | None
+    status: int
+    bytes_to_hook: int
+    bytes_from_hook: int
+    result: str
+
+    @property
+    def allowed(self) -> bool:
+        return not self.result.startswith(_REFUSED) and self.status not in (403, 407)
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return 0
+
+
+def parse_line(line: str) -> EgressAttempt | None:
+    """One line of the `cloudrunner` logformat, or None when it is not one."""
+    fields = line.rstrip("\n").split("\t")
+    if len(fields) != 11:
+        return None
+    stamp, user, client, method, url, host, port, status, sent, received, result = fields
+    try:
+        when = float(stamp)
+    except ValueError:
+        return None
+    if not host or host == "-":  # CONNECT: %>rd is empty in some builds; the URL is host:port
+        host = url.rsplit(":", 1)[0] if method == "CONNECT" else url
+    return EgressAttempt(
+        time=when,
+        user=user,
+        client=client,
+        method=method,
+        host=host.lower(),
+        port=_int(port) or None,
+        status=_int(status),
+        bytes_to_hook=_int(sent),
+        bytes_from_hook=_int(received),
+        result=result,
+    )
+
+
+class AccessLogReader:
+    """Reads the lines appended since the last call; thread-safe."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0
+        self._inode: int | None = None
+        self._lock = threading.Lock()
+
+    def skip_to_end(self) -> None:
+        """Start after what is there now (a restarted worker does not re-record old lines)."""
+        with self._lock:
+            try:
+                st = os.stat(self.path)
+            except FileNotFoundError:
+                return
+            self._inode, self._offset = st.st_ino, st.st_size
+
+    def new_attempts(self) -> list[EgressAttempt]:
+        with self._lock:
+            try:
+                with open(self.path, "rb") as fh:
+                    st = os.fstat(fh.fileno())
+                    if st.st_ino != self._inode or st.st_size < self._offset:
+                        self._inode, self._offset = st.st_ino, 0  # a new file
+                    fh.seek(self._offset)
+                    data = fh.read()
+            except FileNotFoundError:
+                return []
+            end = data.rfind(b"\n") + 1  # only complete lines; the rest waits
+            self._offset += end
+        out = []
+        for raw in data[:end].splitlines():
+            if len(raw) > _MAX_LINE:
+                continue
+            attempt = parse_line(raw.decode("utf-8", "replace"))
+            if attempt is not None:
+                out.append(attempt)
+        return out
+
+
+def record_fields(attempt: EgressAttempt, issuer: CredentialIssuer) -> dict[str, Any]:
+    """The audit record of one attempt, with the run it is attributed to."""
+    run = issuer.lookup(attempt.user) if attempt.user != "-" else None
+    fields: dict[str, Any] = {
+        "decision": "allowed" if attempt.allowed else "refused",
+        "host": attempt.host,
+        "port": attempt.port,
+        "method": attempt.method,
+        "status": attempt.status,
+        "bytes_to_hook": attempt.bytes_to_hook,
+        "bytes_from_hook": attempt.bytes_from_hook,
+        "proxy_result": attempt.result,
+        "proxy_time": attempt.time,
+        "client_address": attempt.client,
+    }
+    if run is None:
+        fields.update(
+            source=attempt.user.split(".", 1)[0] if attempt.user not in ("-", "") else "unknown",
+            attribution="none: no credential, or one this worker did not issue",
+        )
+        return fields
+    fields.update(
+        source=run.source,
+        event=run.event,
+        conversation_id=run.conversation_id,
+        generation_id=run.generation_id,
+        hook_id=run.hook_id,
+        command=run.command,
+    )
+    return fields

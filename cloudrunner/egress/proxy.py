@@ -1,0 +1,248 @@
+"""The egress proxy container and the internal network behind it, supervised by the worker.
+
+One proxy per worker identity and state directory, reused across `cloudrunner run`
+processes and daemon restarts: hook containers of an allowlisted source sit on an internal
+Docker network (no route out) where the proxy is reachable as `cloudrunner-egress-proxy`;
+the proxy alone is also on the outbound network. Its configuration (squid.conf and the
+credential key) and its access log live under `<state_dir>/egress/`. A proxy that died is
+noticed on the next use and replaced; a configuration change is applied with a reconfigure
+(SIGHUP), so new rules hold from the next connection without a restart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+
+from cloudrunner.egress.rules import PROXY_HOST, EgressRules, squid_config
+from cloudrunner.errors import CloudrunnerError
+from cloudrunner.sandbox.base import WORKER_LABEL
+
+ROLE_LABEL = "cloudrunner.role"
+PROXY_ROLE = "egress-proxy"
+_CONF_IN_CONTAINER = "/etc/cloudrunner-egress"
+_LOG_IN_CONTAINER = "/var/log/cloudrunner-egress"
+_HELPER = "/opt/cloudrunner-egress/check_credentials.py"
+_READY_TEXT = b"Accepting HTTP Socket connections"
+START_TIMEOUT_S = 30.0
+
+
+class EgressUnavailable(CloudrunnerError):
+    """The egress proxy cannot be had (the message names the fix)."""
+
+
+class EgressProxy:
+    def __init__(
+        self,
+        client: docker.DockerClient,
+        *,
+        state_dir: Path,
+        worker_id: str,
+        image: str,
+        outbound_network: str,
+    ) -> None:
+        self.client = client
+        self.image = image
+        self.outbound_network = outbound_network
+        self.worker_id = worker_id
+        self.directory = state_dir / "egress"
+        suffix = hashlib.sha256(f"{worker_id}\n{state_dir.resolve()}".encode()).hexdigest()[:12]
+        self.network_name = f"cloudrunner-egress-{suffix}"
+        self.container_name = f"cloudrunner-egress-proxy-{suffix}"
+        self._lock = threading.Lock()
+        self._config: str | None = None
+        #: what happened to the proxy that the audit log should say (replaced, ...)
+        self.events: list[dict[str, Any]] = []
+
+    # ------------------------------------------------------------------ files
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "log" / "access.log"
+
+    @property
+    def key_path(self) -> Path:
+        return self.directory / "conf" / "key"
+
+    def key(self) -> bytes:
+        """The credential key, made once (random, 32 bytes) and kept beside the config."""
+        conf = self.directory / "conf"
+        conf.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.directory, 0o700)
+        try:
+            return self.key_path.read_bytes().strip()
+        except FileNotFoundError:
+            pass
+        key = secrets.token_hex(32).encode()
+        tmp = conf / f".key-{os.getpid()}"
+        # readable inside the container by the proxy user; the 0700 directory keeps host
+        # users out (a bind mount of a file is resolved by the engine, not by that user)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(key + b"\n")
+        try:
+            os.link(tmp, self.key_path)  # first writer wins across processes
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+        return self.key_path.read_bytes().strip()
+
+    def _write_config(self, rules: Mapping[str, EgressRules]) -> bool:
+        """Write squid.conf for `rules`; True when it changed."""
+        text = squid_config(
+            rules,
+            log_path=f"{_LOG_IN_CONTAINER}/access.log",
+            key_path=f"{_CONF_IN_CONTAINER}/key",
+            helper=_HELPER,
+        )
+        path = self.directory / "conf" / "squid.conf"
+        try:
+            if path.read_text() == text:
+                self._config = text
+                return False
+        except FileNotFoundError:
+            pass
+        tmp = path.with_name(f".squid.conf-{os.getpid()}-{threading.get_ident()}")
+        tmp.write_text(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+        self._config = text
+        return True
+
+    # ------------------------------------------------------------------ engine
+
+    def _labels(self) -> dict[str, str]:
+        return {WORKER_LABEL: self.worker_id, ROLE_LABEL: PROXY_ROLE}
+
+    def _network(self) -> None:
+        found = self.client.networks.list(names=[self.network_name])
+        if any(n.name == self.network_name for n in found):
+            return
+        with contextlib.suppress(docker.errors.APIError):  # another process made it first
+            self.client.networks.create(
+                self.network_name, driver="bridge", internal=True, labels=self._labels(),
+                check_duplicate=True,
+            )  # fmt: skip
+
+    def _container(self) -> Any | None:
+        try:
+            return self.client.containers.get(self.container_name)
+        except docker.errors.NotFound:
+            return None
+
+    def ensure(self, rules: Mapping[str, EgressRules]) -> str:
+        """The internal network's name, with a running proxy enforcing `rules` behind it.
+        Raises EgressUnavailable naming the fix."""
+        with self._lock:
+            try:
+                self.key()
+                (self.directory / "log").mkdir(parents=True, exist_ok=True)
+                os.chmod(self.directory / "log", 0o777)  # squid writes it as uid 13
+                changed = self._write_config(rules)
+                self._network()
+                container = self._container()
+                if container is not None and container.status != "running":
+                    self.events.append(
+                        {"action": "replaced", "container": container.short_id,
+                         "reason": f"the egress proxy was {container.status}"}
+                    )  # fmt: skip
+                    with contextlib.suppress(docker.errors.NotFound):
+                        container.remove(force=True)
+                    container = None
+                if container is None:
+                    self._start()
+                elif changed:
+                    container.kill(signal="SIGHUP")  # squid reconfigures, no restart
+            except docker.errors.ImageNotFound:
+                raise EgressUnavailable(
+                    f"the egress proxy image {self.image} is not on this engine; build it with "
+                    "`cloudrunner images build`"
+                ) from None
+            except docker.errors.APIError as exc:
+                raise EgressUnavailable(f"the egress proxy cannot be started: {exc}") from None
+            return self.network_name
+
+    def _start(self) -> None:
+        conf = self.directory / "conf"
+        host_config = self.client.api.create_host_config(
+            network_mode=self.outbound_network,
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            tmpfs={
+                "/tmp": "rw,nosuid,nodev,size=16m",
+                "/var/spool/squid": "rw,nosuid,nodev,size=16m",
+                "/run": "rw,nosuid,nodev,size=1m",
+            },
+            mem_limit=256 * 1024 * 1024,
+            pids_limit=256,
+            restart_policy={"Name": "no"},
+            binds={
+                str(conf): {"bind": _CONF_IN_CONTAINER, "mode": "ro"},
+                str(self.directory / "log"): {"bind": _LOG_IN_CONTAINER, "mode": "rw"},
+            },
+        )  # fmt: skip
+        created = self.client.api.create_container(
+            self.image, name=self.container_name, labels=self._labels(), host_config=host_config,
+        )  # fmt: skip
+        cid = str(created["Id"])
+        try:
+            self.client.api.connect_container_to_network(
+                cid, self.network_name, aliases=[PROXY_HOST]
+            )
+            self.client.api.start(cid)
+            self._wait_ready(cid)
+        except BaseException:
+            with contextlib.suppress(docker.errors.APIError):
+                self.client.api.remove_container(cid, force=True)
+            raise
+
+    def _wait_ready(self, cid: str) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            state = self.client.api.inspect_container(cid).get("State") or {}
+            logs = self.client.api.logs(cid, stdout=True, stderr=True)
+            if _READY_TEXT in logs:
+                return
+            if not state.get("Running"):
+                tail = logs.decode(errors="replace").strip().splitlines()[-5:]
+                raise EgressUnavailable(
+                    f"the egress proxy exited at start (exit {state.get('ExitCode')}): "
+                    + " | ".join(tail)
+                )
+            time.sleep(0.1)
+        raise EgressUnavailable(f"the egress proxy did not start within {START_TIMEOUT_S:g} s")
+
+    def status(self) -> tuple[bool, str]:
+        """(running, what to say about it) for readiness checks."""
+        try:
+            container = self._container()
+        except docker.errors.DockerException as exc:
+            return False, f"cannot ask the engine about the egress proxy: {exc}"
+        if container is None:
+            return (
+                False,
+                "the egress proxy is not running (it starts on the first hook that needs it)",
+            )
+        if container.status != "running":
+            return False, f"the egress proxy is {container.status}; it is replaced on next use"
+        return True, f"the egress proxy {container.short_id} is running"
+
+    def remove(self) -> None:
+        """Remove the proxy container and its network (an operator's clean-up, tests)."""
+        with contextlib.suppress(docker.errors.NotFound):
+            self.client.api.remove_container(self.container_name, force=True)
+        for net in self.client.networks.list(names=[self.network_name]):
+            with contextlib.suppress(docker.errors.APIError):
+                net.remove()

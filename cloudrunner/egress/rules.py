@@ -1,0 +1,174 @@
+"""Egress policy per source, and the Squid configuration that enforces it.
+
+A source's policy is `none` (no network: the default, and the only choice besides
+`allowlist` for project and user hooks), `allowlist` (hooks sit on an internal network with
+no route out and reach the outside only through the proxy, which lets through the listed
+domains: exact names, or `*.example.com` for any name under example.com but not
+example.com itself; HTTPS by the CONNECT host, without interception; plain HTTP optionally
+limited to some methods), or `open` (enterprise and team only: the operator's explicit
+choice of a whole Docker network, `sandbox.network` or Docker's default bridge).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Policy = Literal["none", "allowlist", "open"]
+SOURCE_KINDS = ("enterprise", "team", "project", "user")
+PROXY_PORT = 3128
+#: the proxy's name on the internal network (a network alias)
+PROXY_HOST = "cloudrunner-egress-proxy"
+
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+_NAME = re.compile(rf"^(\*\.)?{_LABEL}(?:\.{_LABEL})+$")
+_METHOD = re.compile(r"^[A-Z]{3,10}$")
+
+
+def domain_pattern(rule: str) -> str:
+    """An anchored, case-insensitive regular expression for one domain rule."""
+    if rule.startswith("*."):
+        return r"^([a-z0-9-]+\.)+" + re.escape(rule[2:]) + "$"
+    return "^" + re.escape(rule) + "$"
+
+
+class EgressRules(BaseModel):
+    """What one source's hooks may reach."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    policy: Policy = "none"
+    """none: no network; allowlist: only `domains`, through the egress proxy; open (enterprise
+    and team only): a whole Docker network (sandbox.network, else Docker's bridge)"""
+    domains: tuple[str, ...] = ()
+    """allowlist: the names hooks may reach: `api.example.com`, or `*.example.com` for any
+    name under example.com (not example.com itself)"""
+    methods: tuple[str, ...] = ()
+    """allowlist: the HTTP methods plain-HTTP requests may use (empty: any); HTTPS is
+    allowed by host, as its requests are not visible to the proxy"""
+
+    @field_validator("domains", mode="before")
+    @classmethod
+    def _domains(cls, value: object) -> object:
+        if not isinstance(value, list | tuple):
+            return value
+        out = []
+        for item in value:
+            if not isinstance(item, str):
+                raise ValueError(f"{item!r} is not a domain name")
+            name = item.strip().lower().rstrip(".")
+            # a name, not an address: its last label (the TLD) is never all digits
+            if not _NAME.match(name) or name.rsplit(".", 1)[-1].isdigit():
+                raise ValueError(
+                    f"{item!r} is not a domain rule: write a name (api.example.com) or a "
+                    "wildcard for the names under one (*.example.com); no scheme, path, port "
+                    "or IP address"
+                )
+            out.append(name)
+        return tuple(dict.fromkeys(out))
+
+    @field_validator("methods", mode="before")
+    @classmethod
+    def _methods(cls, value: object) -> object:
+        if not isinstance(value, list | tuple):
+            return value
+        out = []
+        for item in value:
+            method = str(item).strip().upper()
+            if not _METHOD.match(method) or method == "CONNECT":
+                raise ValueError(
+                    f"{item!r} is not an HTTP method for plain-HTTP requests (GET, POST, ...; "
+                    "HTTPS is allowed by host, CONNECT is not a rule)"
+                )
+            out.append(method)
+        return tuple(dict.fromkeys(out))
+
+
+class EgressSettings(BaseModel):
+    """The egress policy of every source, and the proxy that enforces `allowlist`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    enterprise: EgressRules = EgressRules()
+    team: EgressRules = EgressRules()
+    project: EgressRules = EgressRules()
+    user: EgressRules = EgressRules()
+    proxy_image: str = Field("cloudrunner/egress-proxy:latest", min_length=1)
+    """the egress proxy image (`cloudrunner images build` builds it)"""
+    outbound_network: str = Field("bridge", min_length=1)
+    """the Docker network through which the proxy reaches the outside"""
+    rules_file: Path | None = None
+    """a TOML file of per-source tables ([project] policy/domains/methods, ...) that replace
+    the rules above; re-read when it changes, so new rules hold from the next connection"""
+
+    @field_validator("project", "user")
+    @classmethod
+    def _never_open(cls, value: EgressRules) -> EgressRules:
+        if value.policy == "open":
+            raise ValueError(
+                'project and user hooks never get an open network; use policy "allowlist" '
+                "with the domains they need"
+            )
+        return value
+
+    def rules_for(self, kind: str) -> EgressRules:
+        rules: EgressRules = getattr(self, kind)
+        return rules
+
+    @property
+    def allowlisted(self) -> dict[str, EgressRules]:
+        return {
+            k: self.rules_for(k) for k in SOURCE_KINDS if self.rules_for(k).policy == "allowlist"
+        }
+
+
+def squid_config(rules: Mapping[str, EgressRules], *, log_path: str, key_path: str,
+                 helper: str) -> str:  # fmt: skip
+    """squid.conf for the allowlisted sources in `rules` (kind -> rules)."""
+    lines = [
+        "# Written by cloudrunner; every change is applied with a reconfigure.",
+        f"http_port {PROXY_PORT}",
+        "pid_filename none",
+        "cache deny all",
+        "cache_mem 0 MB",
+        "shutdown_lifetime 1 seconds",
+        "forwarded_for delete",
+        "via off",
+        "httpd_suppress_version_string on",
+        "pinger_enable off",
+        "cache_log stdio:/dev/stderr",
+        "logfile_rotate 0",
+        "buffered_logs off",
+        "logformat cloudrunner %ts.%03tu\t%un\t%>a\t%rm\t%ru\t%>rd\t%>rP\t%>Hs\t%<st\t%>st\t%Ss",
+        f"access_log stdio:{log_path} cloudrunner",
+        f"auth_param basic program /usr/bin/python3 {helper} {key_path}",
+        "auth_param basic children 2 startup=1 idle=1",
+        "auth_param basic realm cloudrunner-egress",
+        "auth_param basic credentialsttl 1 hour",
+        "acl authenticated proxy_auth REQUIRED",
+        "acl CONNECT method CONNECT",
+        "acl https_port port 443",
+        "acl web_ports port 80 443",
+        "http_access deny !authenticated",
+        "http_access deny CONNECT !https_port",
+        "http_access deny !web_ports",
+    ]
+    for kind, rule in rules.items():
+        if rule.policy != "allowlist" or not rule.domains:
+            continue
+        lines.append(f"acl src_{kind} proxy_auth_regex ^{kind}\\.")
+        lines.append(
+            f"acl dom_{kind} dstdom_regex -i " + " ".join(domain_pattern(d) for d in rule.domains)
+        )
+        lines.append(f"http_access allow src_{kind} dom_{kind} CONNECT")
+        if rule.methods:
+            lines.append(f"acl meth_{kind} method " + " ".join(rule.methods))
+            lines.append(f"http_access allow src_{kind} dom_{kind} !CONNECT meth_{kind}")
+        else:
+            lines.append(f"http_access allow src_{kind} dom_{kind} !CONNECT")
+    lines.append("http_access deny all")
+    return "\n".join(lines) + "\n"

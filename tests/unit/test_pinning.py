@@ -1,0 +1,112 @@
+"""The project hooks digest: what it covers and what changes it, on a real file system."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from cloudrunner import pinning
+from cloudrunner.cli import main
+
+
+def repo(tmp_path: Path, commands: list[str]) -> Path:
+    root = tmp_path / "repo"
+    (root / ".cursor" / "hooks").mkdir(parents=True)
+    hooks = {"version": 1, "hooks": {"stop": [{"command": c} for c in commands]}}
+    (root / ".cursor" / "hooks.json").write_text(json.dumps(hooks))
+    (root / ".cursor" / "hooks" / "a.sh").write_text("echo {}\n")
+    (root / ".cursor" / "hooks" / "a.sh").chmod(0o755)
+    (root / ".cursor" / "hooks" / "b.py").write_text("print('{}')\n")
+    (root / "README.md").write_text("not a hook\n")
+    return root
+
+
+def digest(root: Path) -> pinning.HooksDigest:
+    return pinning.compute(root, (root / ".cursor" / "hooks.json").read_bytes())
+
+
+COMMANDS = [
+    ".cursor/hooks/a.sh",
+    'python3 "$CURSOR_PROJECT_DIR"/.cursor/hooks/b.py --flag',
+    "echo unrelated",
+]
+
+
+def test_covers_the_hooks_file_and_every_named_script(tmp_path: Path) -> None:
+    got = digest(repo(tmp_path, COMMANDS))
+    assert got.digest.startswith("sha256:") and len(got.digest) == 7 + 64
+    assert [(f.path, f.executable) for f in got.files] == [
+        (".cursor/hooks.json", False),
+        (".cursor/hooks/a.sh", True),
+        (".cursor/hooks/b.py", False),
+    ]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda r: (r / ".cursor" / "hooks" / "a.sh").write_text("echo changed\n"),
+        lambda r: (r / ".cursor" / "hooks" / "b.py").write_text("print('x')\n"),
+        lambda r: (r / ".cursor" / "hooks" / "a.sh").chmod(0o644),
+        lambda r: (r / ".cursor" / "hooks.json").write_text(
+            (r / ".cursor" / "hooks.json").read_text().replace("unrelated", "other")
+        ),
+    ],
+    ids=["script-content", "interpreted-file", "executable-bit", "hooks-file"],
+)
+def test_any_change_to_what_runs_changes_the_digest(tmp_path: Path, change: object) -> None:
+    root = repo(tmp_path, COMMANDS)
+    before = digest(root).digest
+    change(root)  # type: ignore[operator]
+    assert digest(root).digest != before
+
+
+def test_files_no_command_names_do_not_change_it(tmp_path: Path) -> None:
+    root = repo(tmp_path, COMMANDS)
+    before = digest(root).digest
+    (root / "README.md").write_text("edited\n")
+    (root / "src.py").write_text("new file\n")
+    assert digest(root).digest == before
+
+
+def test_the_same_hooks_in_another_checkout_have_the_same_digest(tmp_path: Path) -> None:
+    one = repo(tmp_path / "one", COMMANDS)
+    two = repo(tmp_path / "two", COMMANDS)
+    assert digest(one).digest == digest(two).digest
+
+
+def test_a_symlink_out_of_the_repository_is_not_covered(tmp_path: Path) -> None:
+    root = repo(tmp_path, [".cursor/hooks/out.sh"])
+    secret = tmp_path / "outside.sh"
+    secret.write_text("secret\n")
+    os.symlink(secret, root / ".cursor" / "hooks" / "out.sh")
+    assert [f.path for f in digest(root).files] == [".cursor/hooks.json"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("sha256:" + "a" * 64, "sha256:" + "a" * 64), ("A" * 64, "sha256:" + "a" * 64)],
+)
+def test_normalise_accepts_the_printed_form(text: str, expected: str) -> None:
+    assert pinning.normalise(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "sha256:abc", "md5:" + "a" * 32, "sha256:" + "g" * 64])
+def test_normalise_refuses_what_is_not_a_digest(text: str) -> None:
+    with pytest.raises(ValueError, match="is not a hooks digest"):
+        pinning.normalise(text)
+
+
+def test_the_digest_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = repo(tmp_path, COMMANDS)
+    assert main(["hooks", "digest", str(root)]) == 0
+    assert capsys.readouterr().out.strip() == digest(root).digest
+    assert main(["hooks", "digest", "--files", str(root)]) == 0
+    assert ".cursor/hooks/a.sh" in capsys.readouterr().out
+    assert main(["hooks", "digest", str(tmp_path / "nope")]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+    assert main(["hooks", "digest", str(tmp_path)]) == 2
+    assert "has no project hooks" in capsys.readouterr().err

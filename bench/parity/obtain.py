@@ -144,7 +144,10 @@ def obtain(repo: Repository, cache: Path, template: str) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="parity-obtain-") as scratch:
         staging = Path(scratch) / "tree"
         local = Path(source)
-        git_dir = local if local.is_dir() else _fetch(source, repo.commit, Path(scratch))
+        if local.is_dir():  # a bare repository, or a work tree's .git
+            git_dir = local / ".git" if (local / ".git").is_dir() else local
+        else:
+            git_dir = _fetch(source, repo.commit, Path(scratch))
         absent = _archive(git_dir, repo.commit, staging)
         dropped = drop_large(staging)
         if dest.exists():

@@ -11,9 +11,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-#: hooks run inside the sandbox as this uid (cloudrunner's default hook user)
-HOOK_UID = 10001
-
 _NOT_FOUND = (
     re.compile(r"(?:^|\s|/)(?:sh|bash|env)(?:: \d+)?: ([\w.+-]+): (?:command )?not found"),
     re.compile(r"\benv: '?([\w.+-]+)'?: No such file or directory"),
@@ -124,10 +121,7 @@ def causes_of(hook: HookExit, root: str) -> list[str]:
         out.append("read-only path in the sandbox (HOME or outside the workspace)")
     if "permission denied" in lower or "eacces" in lower or "eperm" in lower:
         where = "the workspace" if root and root in text else "a path"
-        out.append(
-            f"permission denied on {where} (workspace owned by another uid than "
-            f"the hook's {HOOK_UID})"
-        )
+        out.append(f"permission denied on {where} (not writable by the hook uid)")
     if hook.outcome == "timeout":
         out.append("timeout in the sandbox")
     if hook.outcome == "sandbox_error":
@@ -137,6 +131,24 @@ def causes_of(hook: HookExit, root: str) -> list[str]:
     if hook.outcome == "output_overflow":
         out.append("output over the sandbox's cap")
     return out
+
+
+@dataclass(frozen=True)
+class WorkspaceFacts:
+    """What the host says about the workspace the sandboxed hooks acted on."""
+
+    owner_uid: int
+    mode: int
+    #: the uid the hooks ran as (the audit records' attestation), None when none ran
+    hook_uid: int | None
+    #: whether that uid can write the workspace root (checked as that uid on the host)
+    writable: bool | None
+
+    def describe(self) -> str:
+        return (
+            f"the workspace (owner uid {self.owner_uid}, mode {self.mode:04o}) is not "
+            f"writable by the hook uid {self.hook_uid}"
+        )
 
 
 @dataclass
@@ -187,6 +199,7 @@ def explain(
     sandbox_hooks: Sequence[HookExit],
     root: str,
     extra: Sequence[str] = (),
+    facts: WorkspaceFacts | None = None,
 ) -> list[str]:
     """The causes of an event's differences, most specific first; [] when nothing differs."""
     if verdict.all_same and verdict.bare_confirms:
@@ -203,11 +216,10 @@ def explain(
     if not causes or causes == [
         "bare on this host differs from the recording (host, not cloudrunner)"
     ]:
-        if verdict.post_same is False:
-            causes.append(
-                "side effect missing: the hook could not change the workspace "
-                f"(owned by another uid than the hook's {HOOK_UID}?), no stderr says why"
-            )
+        if verdict.post_same is False and facts is not None and facts.writable is False:
+            causes.append(f"side effect missing: {facts.describe()}")
+        elif verdict.post_same is False:
+            causes.append("side effect missing: no record says why (see the JSON for stderr)")
         else:
             causes.append("unexplained: no record names a cause (see the JSON for stderr)")
     return list(dict.fromkeys(causes))

@@ -45,7 +45,8 @@ def _fresh(repo: Repository, tree: Path, base: Path, side: str, event: Event) ->
 def _post(event: Event, root: Path, home: Path) -> str | None:
     if not event.post:
         return None
-    return str(mark(run_shell(fill(event.post, str(root)), root, home), str(root), str(home)))
+    out = run_shell(fill(event.post, str(root)), root, home, check=False)
+    return str(mark(out, str(root), str(home)))
 
 
 def run_event(
@@ -121,8 +122,15 @@ def _run(
         line = call.stderr.strip().splitlines()
         extra.append(f"client exit {call.exit_code}: {line[-1] if line else 'no stderr'}")
     extra.extend(through.other_records(records))
-    verdict.causes = compare.explain(verdict, sandbox_hooks, str(root_c), extra)
+    facts = through.workspace_facts(root_c, through.hook_identity(records))
+    verdict.causes = compare.explain(verdict, sandbox_hooks, str(root_c), extra, facts)
     verdict.details = _details(event, answer, bare_answer, post, bare_post, audited, first, root_c)
+    verdict.details["workspace"] = {
+        "owner_uid": facts.owner_uid,
+        "mode": f"{facts.mode:04o}",
+        "hook_uid": facts.hook_uid,
+        "writable_by_hook_uid": facts.writable,
+    }
 
 
 def _details(

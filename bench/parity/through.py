@@ -22,6 +22,7 @@ from typing import Any
 import tomli_w
 
 from bench.daemon import cloudrunner_command
+from bench.parity.compare import WorkspaceFacts
 from cloudrunner import client
 
 
@@ -203,10 +204,41 @@ def audited_hooks(records: list[dict[str, Any]]) -> list[AuditedHook]:
     return sorted(out, key=lambda h: h.index)
 
 
+def hook_identity(records: list[dict[str, Any]]) -> tuple[int, int] | None:
+    """The uid:gid the event's hooks ran as, from the attestation of its hook records."""
+    for record in records:
+        attestation = record.get("attestation")
+        user = attestation.get("hook_user") if isinstance(attestation, dict) else None
+        if isinstance(user, str) and ":" in user:
+            uid, _, gid = user.partition(":")
+            if uid.isdigit() and gid.isdigit():
+                return int(uid), int(gid)
+    return None
+
+
+def workspace_facts(root: Path, identity: tuple[int, int] | None) -> WorkspaceFacts:
+    """The workspace root's owner and mode, and whether the hook uid can write it: `test -w`
+    run as that uid and gid (setpriv, no supplementary groups), so ACLs count."""
+    st = root.stat()
+    writable = None
+    if identity is not None:
+        uid, gid = identity
+        probe = subprocess.run(
+            ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+             "test", "-w", str(root)],
+            capture_output=True, check=False,
+        )  # fmt: skip
+        writable = probe.returncode == 0 if probe.returncode in (0, 1) else None
+    return WorkspaceFacts(st.st_uid, st.st_mode & 0o7777, identity[0] if identity else None,
+                          writable)  # fmt: skip
+
+
 def other_records(records: list[dict[str, Any]]) -> list[str]:
-    """Refused, gated and skipped records of the event: one line each."""
+    """Refused and gated records of the event, and skipped ones of the sources it runs
+    (not the user source, which the cloud profile leaves out by design): one line each."""
     return [
         f"{r.get('kind')}: {r.get('reason')}"
         for r in records
-        if r.get("kind") in ("refused", "gated", "skipped")
+        if r.get("kind") in ("refused", "gated")
+        or (r.get("kind") == "skipped" and r.get("source") != "user")
     ]

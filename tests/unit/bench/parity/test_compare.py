@@ -10,6 +10,7 @@ from bench.parity.compare import (
     ExitComparison,
     HookExit,
     Verdict,
+    WorkspaceFacts,
     causes_of,
     compare_exits,
     explain,
@@ -103,10 +104,16 @@ def test_nothing_to_explain_when_everything_is_the_same() -> None:
     assert explain(_verdict(), [HookExit(0, True, 0, "ok")], "/r") == []
 
 
-def test_a_missing_side_effect_without_stderr_is_said_to_be_likely_ownership() -> None:
+def test_a_missing_side_effect_names_the_workspace_the_hook_uid_cannot_write() -> None:
     v = _verdict(post_same=False)
-    causes = explain(v, [HookExit(0, True, 0, "ok")], "/r")
-    assert len(causes) == 1 and causes[0].startswith("side effect missing")
+    facts = WorkspaceFacts(owner_uid=0, mode=0o755, hook_uid=10001, writable=False)
+    assert explain(v, [HookExit(0, True, 0, "ok")], "/r", (), facts) == [
+        "side effect missing: the workspace (owner uid 0, mode 0755) is not writable by "
+        "the hook uid 10001"
+    ]
+    writable = WorkspaceFacts(owner_uid=10001, mode=0o755, hook_uid=10001, writable=True)
+    causes = explain(v, [HookExit(0, True, 0, "ok")], "/r", (), writable)
+    assert causes == ["side effect missing: no record says why (see the JSON for stderr)"]
 
 
 def test_an_unexplained_difference_says_so_rather_than_guessing() -> None:

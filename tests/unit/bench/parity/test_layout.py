@@ -104,3 +104,8 @@ def test_a_layout_keeps_modes_commits_ignored_files_and_leaves_home_empty(tmp_pa
 def test_a_failing_step_names_the_command_and_its_last_stderr_line(tmp_path: Path) -> None:
     with pytest.raises(LayoutError, match=r"`ls /nonexistent-parity` exited 2 .*No such file"):
         run_shell("ls /nonexistent-parity", tmp_path, tmp_path)
+
+
+def test_a_post_check_counts_its_output_whatever_its_exit_status(tmp_path: Path) -> None:
+    out = run_shell("echo 0; exit 1", tmp_path, tmp_path, check=False)
+    assert out == "0\n"

@@ -16,8 +16,10 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -131,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--work",
         type=Path,
         default=None,
-        help="where layouts and daemon state go (default a new /tmp dir)",
+        help="where layouts and daemon state go (default a new /tmp dir, removed after)",
     )
     parser.add_argument("--keep", action="store_true", help="keep each event's directory")
     args = parser.parse_args(argv)
@@ -159,6 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         unknown = sorted(set(args.event) - ids)
         if unknown:
             return _fail(f"no event {', '.join(unknown)} in the chosen repositories")
+    if args.work is not None and args.work.exists() and any(args.work.iterdir()):
+        return _fail(f"--work {args.work} is not empty; give an empty or new directory")
     problem = _engine(DEFAULT_RUNTIME_IMAGE)
     if problem:
         return _fail(problem)
@@ -168,11 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         missing = {}
     worker_id = os.environ.get("CLOUDRUNNER_WORKER_ID") or f"parity-{uuid.uuid4().hex[:8]}"
     options = Options(worker_id=worker_id, runtime=args.runtime, repeat=args.repeat, keep=args.keep)
-    work = args.work or Path(
-        subprocess.run(
-            ["mktemp", "-d", "/tmp/parity-XXXXXX"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    )
+    work = args.work or Path(tempfile.mkdtemp(prefix="parity-"))
     work.mkdir(parents=True, exist_ok=True)
     work.chmod(0o755)
     started = time.time()
@@ -196,8 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
     finally:
         left = _leftovers(worker_id)
-        if not args.keep:
-            subprocess.run(["rm", "-rf", str(work)], check=False)
+        if not args.keep and args.work is None:  # only the directory this run made
+            shutil.rmtree(work, ignore_errors=True)
     summary = report.summarize(verdicts)
     print(report.render(verdicts))
     print()

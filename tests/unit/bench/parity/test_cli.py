@@ -29,3 +29,15 @@ def test_a_negative_repeat_is_refused(tmp_path: Path, capsys: pytest.CaptureFixt
     write_data_set(tmp_path, [repo_entry("a__one")])
     assert main([str(tmp_path), "--repeat", "-1"]) == 2
     assert "--repeat must be 0 or more" in capsys.readouterr().err
+
+
+def test_a_work_directory_with_content_is_refused_and_left_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_data_set(tmp_path / "cache", [repo_entry("a__one")])
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "keep.txt").write_text("mine")
+    assert main([str(tmp_path / "cache"), "--work", str(work)]) == 2
+    assert "is not empty" in capsys.readouterr().err
+    assert (work / "keep.txt").read_text() == "mine"

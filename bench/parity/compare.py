@@ -169,6 +169,8 @@ class Verdict:
     client_ms: list[float] = field(default_factory=list)
     bare_ms: list[float] = field(default_factory=list)
     first_client_ms: float | None = None
+    #: per timed repeat, the hooks' own time in the sandbox (the daemon's duration_ms)
+    sandbox_hook_ms: list[float] = field(default_factory=list)
     single_node_hook: bool = False
     causes: list[str] = field(default_factory=list)
     skipped: str | None = None

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.parity.compare import Verdict
+from bench.parity.compare import Verdict, ratio
 
 
 def _mark(value: bool | None) -> str:
@@ -77,6 +77,8 @@ class Summary:
     bare_confirms: int
     node_ratio_median: float | None
     node_events: int
+    #: the same events: median of (the hooks' own time in the sandbox / bare)
+    node_sandbox_ratio_median: float | None
     ratio_median_all: float | None
     causes: dict[str, int]
 
@@ -92,7 +94,13 @@ class Summary:
             f"{self.posts_same}/{self.posts} post checks same, "
             f"{self.events_all_same}/{self.events} events same in all three; "
             f"bare confirms the recording for {self.bare_confirms}/{self.ran}; "
-            f"client/bare time ratio median {node}; "
+            f"client/bare time ratio median {node}"
+            + (
+                f" (the hook alone in the sandbox: {self.node_sandbox_ratio_median:.2f}x)"
+                if self.node_sandbox_ratio_median is not None
+                else ""
+            )
+            + "; "
             f"{self.skipped} skipped, {self.errors} errors"
         )
 
@@ -122,9 +130,22 @@ def summarize(verdicts: Sequence[Verdict]) -> Summary:
         bare_confirms=sum(1 for v in ran if v.bare_confirms),
         node_ratio_median=statistics.median(node) if node else None,
         node_events=len(node),
+        node_sandbox_ratio_median=_median_or_none(
+            [
+                r
+                for v in ran
+                if v.single_node_hook
+                for r in [ratio(v.sandbox_hook_ms, v.bare_ms)]
+                if r is not None
+            ]
+        ),
         ratio_median_all=statistics.median(every) if every else None,
         causes=dict(causes.most_common()),
     )
+
+
+def _median_or_none(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
 
 
 def _family(cause: str) -> str:
@@ -149,6 +170,7 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
         "first_client_ms": v.first_client_ms,
         "client_ms": v.client_ms,
         "bare_ms": v.bare_ms,
+        "sandbox_hook_ms": v.sandbox_hook_ms,
         "causes": v.causes,
         "skipped": v.skipped,
         "error": v.error,

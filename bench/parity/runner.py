@@ -104,6 +104,8 @@ def _run(
                 root_b, home_b, event.event, payload_bytes(event, root_b), CURSOR_VERSION
             )
             verdict.bare_ms.append(again.wall_ms)
+        every_answer = daemon.records(str(event.payload.get("generation_id") or ""))
+    verdict.sandbox_hook_ms = through.hook_durations_ms(every_answer)[1:]
     audited = through.audited_hooks(records)
     sandbox_hooks = [
         compare.HookExit(h.index, h.matched, h.exit_code, h.outcome, h.stderr, h.reason)

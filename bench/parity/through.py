@@ -204,6 +204,21 @@ def audited_hooks(records: list[dict[str, Any]]) -> list[AuditedHook]:
     return sorted(out, key=lambda h: h.index)
 
 
+def hook_durations_ms(records: list[dict[str, Any]]) -> list[float]:
+    """Per answer of the event (the first and each repeat), the summed `duration_ms` of its
+    hook runs as the daemon measured them: the hooks' own time in the sandbox, without the
+    client, the HTTP round trip and the daemon's work around them."""
+    out: list[float] = []
+    total = 0.0
+    for record in records:
+        if record.get("kind") == "hook" and isinstance(record.get("duration_ms"), int | float):
+            total += float(record["duration_ms"])
+        elif record.get("kind") == "decision":
+            out.append(total)
+            total = 0.0
+    return out
+
+
 def hook_identity(records: list[dict[str, Any]]) -> tuple[int, int] | None:
     """The uid:gid the event's hooks ran as, from the attestation of its hook records."""
     for record in records:

@@ -18,6 +18,8 @@ def _ran(
     v.bare_exits = ExitComparison(1, 1, ())
     v.ratio = ratio
     v.single_node_hook = node
+    v.bare_ms = [10.0]
+    v.sandbox_hook_ms = [12.0]
     if not same:
         v.causes = ["missing tool in the image: npx"]
     return v
@@ -39,10 +41,12 @@ def test_the_summary_counts_events_hook_runs_and_the_node_hook_median() -> None:
     assert summary.answers_same == 3
     assert (summary.hook_runs_same, summary.hook_runs) == (3, 4)
     assert summary.node_events == 3 and summary.node_ratio_median == 1.4
+    assert summary.node_sandbox_ratio_median == 1.2
     assert summary.causes == {"missing tool in the image: npx": 1}
     line = summary.line()
     assert "3/6 answers same" in line and "3/4 hook runs exit the same" in line
     assert "1.40x over 3 single-node-hook events" in line and "1 skipped, 1 errors" in line
+    assert "(the hook alone in the sandbox: 1.20x)" in line
 
 
 def test_the_table_has_a_row_per_event_with_its_reason() -> None:

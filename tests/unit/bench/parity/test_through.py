@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 
-from bench.parity.through import audited_hooks, hook_identity, other_records, workspace_facts
+from bench.parity.through import (
+    audited_hooks,
+    hook_durations_ms,
+    hook_identity,
+    other_records,
+    workspace_facts,
+)
 
 
 def _hook(index: int, exit_code: int | None, **extra: Any) -> dict[str, Any]:
@@ -76,3 +82,15 @@ def _check(root: Path) -> None:
     root.chmod(0o777)
     assert workspace_facts(root, (10001, 10001)).writable is True
     assert workspace_facts(root, None).writable is None
+
+
+def test_the_hooks_own_time_is_summed_per_answer() -> None:
+    records = [
+        _hook(0, 0, duration_ms=30.0),
+        _hook(1, 0, duration_ms=12.5),
+        {"kind": "decision"},
+        _hook(0, 0, duration_ms=20),
+        {"kind": "decision"},
+        {"kind": "decision"},  # an answer where no hook ran
+    ]
+    assert hook_durations_ms(records) == [42.5, 20.0, 0.0]

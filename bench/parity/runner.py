@@ -11,6 +11,7 @@ from typing import Any
 from bench.parity import bare, compare, through
 from bench.parity.cases import Event, Repository, fill, mark
 from bench.parity.layout import LayoutError, lay_out, run_shell
+from cloudrunner.protocol.events import CLOUD_EVENTS
 
 CURSOR_VERSION = "1.7.52"
 
@@ -53,6 +54,12 @@ def run_event(
     repo: Repository, event: Event, tree: Path, base: Path, options: Options
 ) -> compare.Verdict:
     verdict = compare.Verdict(repo.name, event.id, event.event)
+    if event.event not in CLOUD_EVENTS:
+        verdict.skipped = (
+            f"{event.event} is not sent by cloud agents: the cloud profile refuses it by "
+            "design (a deliberate difference, not run)"
+        )
+        return verdict
     verdict.single_node_hook = compare.is_single_node_hook(event.expected_hooks)
     base.mkdir(parents=True)
     base.chmod(0o755)

@@ -93,3 +93,51 @@ def test_a_recorded_answer_that_this_machine_does_not_give_is_reported_as_a_diff
     assert verdict["details"]["answer"]["permission"] == "deny"
     assert verdict["causes"][0].startswith("bare on this host differs from the recording")
     assert "DIFF" in proc.stdout and "parity: 0/1 answers same" in proc.stdout
+
+
+def test_a_program_the_sandbox_lacks_is_named_as_the_cause_of_a_flipped_answer(
+    tmp_path: Path, docker_tracker: DockerTracker
+) -> None:
+    """A made-up repository (no cache needed): a failClosed guard that runs a program only
+    when it is not root. Bare, as root, it allows; in the sandbox (never root) the shell
+    cannot find the program, so the guard blocks: the row must say DIFF and name it."""
+    cache = tmp_path / "cache"
+    tree = cache / "repos" / "made__up"
+    (tree / ".cursor").mkdir(parents=True)
+    guard = '[ "$(id -u)" = 0 ] || parity-no-such-tool || exit $?; echo "{}"'
+    hooks = {"version": 1, "hooks": {"beforeShellExecution": [
+        {"command": guard, "failClosed": True}]}}  # fmt: skip
+    (tree / ".cursor" / "hooks.json").write_text(json.dumps(hooks))
+    (cache / "MANIFEST.tsv").write_text(
+        "name\trepo\tcommit\tlicense\thooks\nmade__up\tmade/up\t" + "0" * 40 + "\tMIT\tx\n"
+    )
+    payload = {
+        "conversation_id": "conv-made__up", "generation_id": "gen-guard",
+        "hook_event_name": "beforeShellExecution", "cursor_version": "1.7.52",
+        "workspace_roots": ["{ROOT}"], "transcript_path": None,
+        "command": "ls", "cwd": "{ROOT}",
+    }  # fmt: skip
+    recorded = {"hooks": [{"index": 0, "command": guard, "matched": True, "exit_code": 0,
+                           "outcome": "ok"}], "answer": {}}  # fmt: skip
+    cases = [{"name": "made__up", "repo": "made/up", "commit": "0" * 40,
+              "layout": "as committed", "requires": [],
+              "events": [{"id": "guard", "event": "beforeShellExecution", "fields": {},
+                          "pre": None, "payload": payload, "note": "",
+                          "expect_bare": recorded}]}]  # fmt: skip
+    (cache / "cases.json").write_text(json.dumps(cases))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLOUDRUNNER_")}
+    env["CLOUDRUNNER_WORKER_ID"] = docker_tracker.worker_id
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.parity", str(cache), "--repeat", "0",
+         "--out", str(tmp_path / "out")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [verdict] = _events(tmp_path / "out")
+    assert verdict["bare_confirms_recording"] is True
+    assert verdict["answer_same"] is False
+    assert verdict["details"]["answer"]["permission"] == "deny"
+    assert verdict["exits_same"] is False and verdict["differing_hooks"] == [0]
+    assert verdict["details"]["hooks"][0]["exit_code"] == 127
+    assert "missing tool in the image: parity-no-such-tool" in verdict["causes"]
+    assert "missing tool in the image: parity-no-such-tool" in proc.stdout

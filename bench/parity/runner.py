@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,10 +68,16 @@ def run_event(
         _run(repo, event, tree, base, options, verdict)
     except (LayoutError, through.DaemonFailed) as exc:
         verdict.error = str(exc)
+    except subprocess.TimeoutExpired as exc:
+        verdict.error = f"`{_command(exc.cmd)}` did not finish within {exc.timeout:g} s"
     finally:
         if not options.keep:
             shutil.rmtree(base, ignore_errors=True)
     return verdict
+
+
+def _command(cmd: object) -> str:
+    return " ".join(str(c) for c in cmd) if isinstance(cmd, list | tuple) else str(cmd)
 
 
 def _run(

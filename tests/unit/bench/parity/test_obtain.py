@@ -98,3 +98,15 @@ def test_a_fetch_from_a_url_that_does_not_answer_is_recorded(tmp_path: Path) -> 
     assert code == 1
     assert "cannot fetch" in json.loads((cache / "missing.json").read_text())["owner__name"]
     assert subprocess.run(["git", "--version"], capture_output=True).returncode == 0
+
+
+def test_a_url_source_fetches_only_the_named_commit(tmp_path: Path) -> None:
+    _src, first, _ = _origin(tmp_path)
+    data = write_data_set(tmp_path / "data", [repo_entry("owner__name", commit=first)])
+    cache = tmp_path / "cache"
+    url = "file://" + str(tmp_path / "{owner}+{name}")
+    assert main([str(cache), "--parity", str(data), "--source", url]) == 0
+    tree = cache / "repos" / "owner__name"
+    assert (tree / "small.txt").exists() and not (tree / "later.txt").exists()
+    info = json.loads((cache / "repos" / "owner__name.json").read_text())
+    assert info["source"] == "file://" + str(tmp_path / "owner+name")

@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,6 @@ class BareResult:
     hooks: list[HookRun]
     #: wall time of running the matching hooks, one after another
     wall_ms: float
-    problems: list[str] = field(default_factory=list)
 
 
 def environment(root: Path, home: Path, version: str) -> dict[str, str]:

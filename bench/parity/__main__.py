@@ -1,0 +1,3 @@
+from bench.parity.cli import main
+
+raise SystemExit(main())

@@ -97,18 +97,28 @@ class Follower:
         if self._handle is None and not self._open(self.path):
             return
         yield from self._drain()
-        current = _identity(self.path)
-        if current is None or current == self._id:
-            return
-        # Rotated: finish this file, then the files rotated after it, then the new live one.
-        newer = self._newer_rotated()
-        self.close()
-        for path in newer:
-            if self._open(path):
+        while True:
+            current = _identity(self.path)
+            if current is None or current == self._id:
+                return
+            # Rotated: finish this file, then the files rotated after it, then the live one.
+            newer = self._newer_rotated()
+            last = self._id
+            self.close()
+            for path in newer:
+                if self._open(path):
+                    last = self._id
+                    yield from self._drain()
+                    self.close()
+            if not self._open(self.path):
+                return
+            if self._id == current:
                 yield from self._drain()
-                self.close()
-        if self._open(self.path):
-            yield from self._drain()
+                return
+            # The writer rotated again meanwhile: the file that was live a moment ago is a
+            # rotated one now, so go round again from the last file read to its end.
+            self.close()
+            self._id = last
 
     def follow(
         self, *, interval: float = 0.25, stop: Callable[[], bool] = lambda: False

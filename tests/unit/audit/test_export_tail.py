@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import queue
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -90,6 +92,42 @@ def test_the_follower_reads_across_several_rotations_without_loss(tmp_path: Path
     assert seen == list(range(45))
 
 
+def test_the_follower_loses_nothing_when_the_writer_rotates_during_a_poll(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "audit.log"
+    writer = AuditWriter(log, worker="w", fsync="never", max_bytes=600)
+    writer.append("hook", {"n": 0})
+    written = [1]
+
+    class Racing(Follower):
+        """Rotates the log once more just as the follower turns to the new live file,
+        the window a loaded machine opens between two steps of a poll."""
+
+        raced = False
+
+        def _open(self, path: Path) -> bool:
+            if path == log and not self.raced and written[0] > 1:
+                self.raced = True
+                before = len(log_set(log))
+                while len(log_set(log)) == before:
+                    writer.append("hook", {"n": written[0], "pad": "y" * 100})
+                    written[0] += 1
+            return super()._open(path)
+
+    follower = Racing(log)
+    seen = [json.loads(raw)["seq"] for _f, _n, raw in follower.poll()]
+    for n in range(1, 12):
+        writer.append("hook", {"n": n, "pad": "x" * 100})
+        written[0] += 1
+    seen += [json.loads(raw)["seq"] for _f, _n, raw in follower.poll()]
+    seen += [json.loads(raw)["seq"] for _f, _n, raw in follower.poll()]
+    assert follower.raced
+    follower.close()
+    writer.close()
+    assert seen == list(range(written[0]))
+
+
 def test_the_follower_never_returns_half_a_line(tmp_path: Path) -> None:
     log = tmp_path / "audit.log"
     write_log(log, sample_records()[:1])
@@ -115,6 +153,13 @@ def test_tail_prints_the_last_records(tmp_path: Path, capsys: pytest.CaptureFixt
     assert header.startswith("TIME") and "gated" in row and "gate closed" in row
 
 
+def _lines(stream: IO[str]) -> queue.Queue[str]:
+    """The stream's lines as they come, read by a thread, so a test waits with a limit."""
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in stream], daemon=True).start()
+    return lines
+
+
 def test_tail_follow_as_a_process_prints_new_records(tmp_path: Path) -> None:
     log = tmp_path / "audit.log"
     write_log(log, sample_records()[:1])
@@ -125,7 +170,8 @@ def test_tail_follow_as_a_process_prints_new_records(tmp_path: Path) -> None:
     )  # fmt: skip
     try:
         assert proc.stdout is not None
-        first = json.loads(proc.stdout.readline())
+        lines = _lines(proc.stdout)
+        first = json.loads(lines.get(timeout=60))
         assert first["seq"] == 0
         stop = threading.Event()
 
@@ -139,7 +185,8 @@ def test_tail_follow_as_a_process_prints_new_records(tmp_path: Path) -> None:
 
         thread = threading.Thread(target=write)
         thread.start()
-        got = [json.loads(proc.stdout.readline())["seq"] for _ in range(8)]
+        # a missing record fails here (queue.Empty) instead of hanging the suite
+        got = [json.loads(lines.get(timeout=60))["seq"] for _ in range(8)]
         stop.set()
         thread.join()
         assert got == list(range(1, 9))

@@ -35,7 +35,7 @@ _STATUS = {
 }
 
 
-def to_execution(result: ExecResult, workspace: Path | None = None) -> Execution:
+def to_execution(result: ExecResult, workspace: Path | None = None, source: str = "") -> Execution:
     status = _STATUS.get(result.outcome, ExecutionStatus.SANDBOX_ERROR)
     message = result.message
     if result.outcome not in _STATUS:
@@ -45,12 +45,14 @@ def to_execution(result: ExecResult, workspace: Path | None = None) -> Execution
         cause = sandbox_causes.diagnose(
             result.exit_code,
             result.stderr.decode("utf-8", errors="replace"),
-            sandbox_context(result, workspace),
+            sandbox_context(result, workspace, source),
         )
     return Execution(status, result.exit_code, result.stdout, result.stderr, message, cause)
 
 
-def sandbox_context(result: ExecResult, workspace: Path | None) -> sandbox_causes.SandboxContext:
+def sandbox_context(
+    result: ExecResult, workspace: Path | None, source: str = ""
+) -> sandbox_causes.SandboxContext:
     """What a sandbox-caused failure's message names, as the sandbox attested it."""
     attested = result.attestation
     return sandbox_causes.SandboxContext(
@@ -58,6 +60,7 @@ def sandbox_context(result: ExecResult, workspace: Path | None) -> sandbox_cause
         hook_user=str(attested.get("hook_user") or attested.get("user") or ""),
         workspace=str(workspace) if workspace is not None else "",
         network=str(attested.get("network") or ""),
+        source=source,
     )
 
 
@@ -138,7 +141,7 @@ def run_plan(
         result = sandbox.run(request)
         with lock:
             executions[hook.hook_id] = result
-        return to_execution(result, workspace)
+        return to_execution(result, workspace, str(hook.source_kind))
 
     def run_tier(hooks: Sequence[PlannedHook]) -> Sequence[Execution]:
         if len(hooks) == 1:

@@ -53,6 +53,8 @@ class SandboxContext:
     hook_user: str = ""
     workspace: str = ""
     network: str = ""
+    #: the hook's source kind (project, team, enterprise, user), when known
+    source: str = ""
 
     @property
     def uid(self) -> str:
@@ -161,6 +163,11 @@ def _read_only(path: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
 
 def _no_network(host: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
     what = f"`{host}` cannot be resolved" if host else "the network cannot be reached"
+    if ctx.network in ("", "none") and ctx.source in ("enterprise", "team"):
+        return CauseKind.NO_NETWORK, (
+            f"no network for {ctx.source} hooks here: {what} because the sandbox's network is "
+            f"none; the operator can allow one (sandbox.per_source.{ctx.source}.network)"
+        )
     if ctx.network in ("", "none"):
         return CauseKind.NO_NETWORK, (
             f"no network for project hooks: {what} because the sandbox has no network; "

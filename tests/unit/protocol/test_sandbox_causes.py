@@ -164,6 +164,14 @@ def test_a_lookup_on_an_allowed_network_names_that_network() -> None:
     assert "no network for project hooks" not in cause.message
 
 
+def test_a_lookup_of_an_enterprise_hook_without_a_network_names_its_setting() -> None:
+    ctx = SandboxContext(image="i", workspace=WS, network="none", source="enterprise")
+    cause = diagnose(1, "Error: getaddrinfo ENOTFOUND a.example", ctx)
+    assert cause is not None
+    assert cause.message.startswith("no network for enterprise hooks here")
+    assert "sandbox.per_source.enterprise.network" in cause.message
+
+
 def test_a_path_that_only_starts_like_the_workspace_is_outside_it() -> None:
     cause = diagnose(1, f"PermissionError: [Errno 13] Permission denied: '{WS}2/x'", CTX)
     assert cause is not None and cause.kind is RO

@@ -33,7 +33,7 @@ HOOKS = {
         "beforeShellExecution": [{"command": ".cursor/hooks/noexec.sh"}],
         # writes its state into a directory of the checkout the hook uid cannot write, and
         # swallows the error (exit 0), as real hooks do
-        "afterFileEdit": [{"command": "python .cursor/hooks/remember.py"}],
+        "afterFileEdit": [{"command": "python3 .cursor/hooks/remember.py"}],
         # reaches for the network: the project sandbox has none
         "stop": [{"command": "curl -sS -m 5 https://api.example.com/notify"}],
     },

@@ -30,6 +30,8 @@ class CauseKind(StrEnum):
     MISSING_PROGRAM = "missing_program"
     #: a script the command names does not exist where the hook looks for it
     MISSING_SCRIPT = "missing_script"
+    #: a file outside the workspace that the hook opens is not in the sandbox
+    MISSING_PATH = "missing_path"
     #: a script run by path lacks the executable bit (exit 126)
     NOT_EXECUTABLE = "not_executable"
     #: a script's first line ends in a carriage return (CRLF line endings)
@@ -117,6 +119,28 @@ def _missing_path(path: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
     )
 
 
+def _absent_outside(path: str, ctx: SandboxContext) -> tuple[CauseKind, str] | None:
+    """A file the hook opens that is not in the sandbox; None inside the workspace or /tmp,
+    where a missing file is the hook's own business (a state file not written yet)."""
+    if ctx.in_workspace(path) or path == "/tmp" or path.startswith("/tmp/"):
+        return None
+    return CauseKind.MISSING_PATH, (
+        f"{path} does not exist in the sandbox: a hook sees {_image(ctx)}, the workspace, /tmp "
+        "and its hooks file's directory, not the agent machine's other files; keep what the "
+        "hook reads in the repository"
+    )
+
+
+def _cd_failed(path: str, ctx: SandboxContext) -> tuple[CauseKind, str] | None:
+    if ctx.in_workspace(path):
+        where = f"the workspace {ctx.workspace}" if ctx.workspace else "the workspace"
+        return CauseKind.MISSING_PATH, (
+            f"{path} does not exist in {where} as the hook sees it: a directory the hook "
+            "changes into must be committed (or made by the hook first)"
+        )
+    return _absent_outside(path, ctx)
+
+
 def _not_executable(path: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
     return CauseKind.NOT_EXECUTABLE, (
         f"{path} is not executable in the sandbox (exit 126): `chmod +x` it and commit the "
@@ -182,7 +206,8 @@ def _no_network(host: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
 
 # --- the table -------------------------------------------------------------------------
 
-Explain = Callable[[str, SandboxContext], tuple[CauseKind, str]]
+#: (kind, message), or None when the line does not show a cause after all
+Explain = Callable[[str, SandboxContext], tuple[CauseKind, str] | None]
 
 
 @dataclass(frozen=True)
@@ -226,6 +251,14 @@ RULES: tuple[Rule, ...] = (
     _rule("node-no-module", rf"Cannot find module {_Q}(?P<x>/[^'\"]+){_Q}", _missing_path),
     _rule("sh-cannot-open", r"^(?:/bin/)?(?:ba)?sh: (?:\d+: )?(?:cannot open |)(?P<x>\S+): "
           r"(?:No such file|No such file or directory)$", _missing_path),
+    # a directory to change into: dash "sh: 1: cd: can't cd to X", bash "cd: X: No such file"
+    _rule("dash-cd", r"\bcd: can't cd to (?P<x>\S+)", _cd_failed),
+    _rule("bash-cd", r"\bcd: (?P<x>[^:]+): No such file or directory", _cd_failed),
+    # a file outside the workspace that is not in the sandbox (a transcript, ~/.config/...)
+    _rule("python-enoent", rf"\[Errno 2\] No such file or directory: {_Q}(?P<x>/[^'\"]+){_Q}",
+          _absent_outside),
+    _rule("node-enoent", r"ENOENT: no such file or directory, \w+ '(?P<x>/[^']+)'",
+          _absent_outside),
     # exit 126
     _rule("exec-format", r"^(?:.*: )?(?P<x>\S+): cannot execute binary file: Exec format error",
           _exec_format),
@@ -274,8 +307,10 @@ def find_cause(stderr: str, ctx: SandboxContext) -> SandboxCause | None:
             if found is None:
                 continue
             subject = (found.groupdict().get("x") or "").strip()
-            kind, message = rule.explain(subject, ctx)
-            return SandboxCause(kind, _line(raw), message, subject)
+            explained = rule.explain(subject, ctx)
+            if explained is None:
+                continue
+            return SandboxCause(explained[0], _line(raw), explained[1], subject)
     return None
 
 

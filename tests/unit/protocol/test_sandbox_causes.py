@@ -59,6 +59,14 @@ TABLE: list[tuple[str, int, CauseKind, str]] = [
      "/Users/me/.cursor/hooks/audit.js"),
     ("sh: 0: cannot open .cursor/hooks/x.sh: No such file", 2, SCRIPT, ".cursor/hooks/x.sh"),
     ("bash: hooks/run.sh: No such file or directory", 127, SCRIPT, "hooks/run.sh"),
+    # files and directories the sandbox does not have
+    ("sh: 1: cd: can't cd to packages/web", 2, CauseKind.MISSING_PATH, "packages/web"),
+    (f"bash: line 1: cd: {WS}/frontend: No such file or directory", 1, CauseKind.MISSING_PATH,
+     f"{WS}/frontend"),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/root/.cursor/transcripts/t.jsonl'",
+     1, CauseKind.MISSING_PATH, "/root/.cursor/transcripts/t.jsonl"),
+    ("Error: ENOENT: no such file or directory, open '/Users/me/.config/guard.json'", 1,
+     CauseKind.MISSING_PATH, "/Users/me/.config/guard.json"),
     # not executable, CRLF, wrong binary
     ("sh: 1: .cursor/hooks/guard.sh: Permission denied", 126, NOEXEC, ".cursor/hooks/guard.sh"),
     ("/bin/sh: 1: ./hooks/x: Permission denied", 126, NOEXEC, "./hooks/x"),
@@ -128,6 +136,13 @@ def test_every_message_names_the_cause_and_the_fix(kind: CauseKind, fragments: l
     assert cause is not None
     for fragment in fragments:
         assert fragment in cause.message
+
+
+def test_a_missing_file_in_the_workspace_or_tmp_is_the_hooks_own_business() -> None:
+    for path in (f"{WS}/.cursor/state.json", "/tmp/cache.json", "rel/state.json"):
+        assert diagnose(1, f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'",
+                        CTX) is None  # fmt: skip
+        assert diagnose(1, f"Error: ENOENT: no such file or directory, open '{path}'", CTX) is None
 
 
 def test_first_matching_line_wins() -> None:

@@ -214,6 +214,15 @@ def validate_file(
                 if verdicts[-1].verdict == "runs":
                     scripts.extend(_sandbox_warnings(entry, target, kind, programs, file))
     diagnostics = [_unknown_event_note(d) for d in diagnostics]
+    if programs is not None and kind is SourceKind.PROJECT and _has_environment(target):
+        diagnostics.append(
+            info(
+                "image-check-skipped",
+                f"project hooks run in the image .cursor/environment.json builds, so their "
+                f"programs were not checked against {programs.image}",
+                file=file,
+            )
+        )
     if scripts:
         index = PositionIndex(data.decode("utf-8-sig"))
         for note in scripts:

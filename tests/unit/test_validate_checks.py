@@ -196,7 +196,8 @@ def test_project_hooks_with_an_environment_file_are_not_checked_against_the_defa
     root = _repo(tmp_path, {"stop": [{"command": "deno run x.ts"}]})
     assert [code for code, _ in _codes(root)] == ["program-not-in-image"]
     (root / ".cursor" / "environment.json").write_text('{"install": "true"}')
-    assert _codes(root) == []
+    [(code, message)] = _codes(root)
+    assert code == "image-check-skipped" and "environment.json builds" in message
 
 
 def test_skipped_hooks_are_not_checked(tmp_path: Path) -> None:

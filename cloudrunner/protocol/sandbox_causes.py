@@ -100,8 +100,33 @@ def _image(ctx: SandboxContext) -> str:
 
 def _missing_program(name: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
     if "/" in name:
-        return _missing_path(name, ctx)
+        return _path_not_found(name, ctx)
     return CauseKind.MISSING_PROGRAM, f"`{name}` is not in {_image(ctx)}: {_IMAGE_FIX}"
+
+
+def _path_not_found(path: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
+    """dash says `X: not found` both for a missing script and for a missing #! interpreter."""
+    return CauseKind.MISSING_SCRIPT, (
+        f"{path} was not found: either the script is not where the hook looks (commit it; "
+        "project hook paths are relative to the repository root), or the interpreter its #! "
+        f"line names is not in {_image(ctx)} (start it with `#!/usr/bin/env <interpreter>`, "
+        f"or {_IMAGE_FIX})"
+    )
+
+
+def _interpreter_of(script: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
+    return CauseKind.MISSING_PROGRAM, (
+        f"the interpreter that the #! line of {script} names is not in {_image(ctx)}: start it "
+        f"with `#!/usr/bin/env <interpreter>` so PATH finds it, or {_IMAGE_FIX}"
+    )
+
+
+def _interpreter(path: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
+    name = path.rsplit("/", 1)[-1]
+    return CauseKind.MISSING_PROGRAM, (
+        f"the script's #! interpreter {path} is not in {_image(ctx)}: start the script with "
+        f"`#!/usr/bin/env {name}` so PATH finds it, or {_IMAGE_FIX}"
+    )
 
 
 def _missing_path(path: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
@@ -238,7 +263,10 @@ RULES: tuple[Rule, ...] = (
     _rule("env-missing", rf"(?:^|/)env: {_Q}?(?P<x>[^'\u2019\s]+){_Q}?: No such file or "
           "directory", _missing_program),
     # a shebang whose interpreter is absent: "bash: ./x: /usr/bin/python: bad interpreter"
-    _rule("bad-interpreter", r": (?P<x>/\S+): bad interpreter: No such file", _missing_program),
+    _rule("bad-interpreter", r": (?P<x>/\S+): bad interpreter: No such file", _interpreter),
+    # bash 5.2: "bash: ./x: cannot execute: required file not found" (its #! interpreter)
+    _rule("bash-required-file", r"(?P<x>[^\s:]+): cannot execute: required file not found",
+          _interpreter_of),
     # node: "Error: spawn npx ENOENT", "spawnSync rg ENOENT"
     _rule("node-spawn", r"\bspawn(?:Sync)? (?P<x>\S+) ENOENT", _missing_program),
     # python: FileNotFoundError: [Errno 2] No such file or directory: 'npx'  (subprocess)

@@ -47,7 +47,8 @@ TABLE: list[tuple[str, int, CauseKind, str]] = [
     ("/usr/bin/env: \u2018deno\u2019: No such file or directory", 127, MISSING, "deno"),
     ("/usr/bin/env: 'bun': No such file or directory", 127, MISSING, "bun"),
     ("bash: ./x.py: /usr/local/bin/python3.12: bad interpreter: No such file or directory", 126,
-     SCRIPT, "/usr/local/bin/python3.12"),
+     MISSING, "/usr/local/bin/python3.12"),
+    ("bash: ./x: cannot execute: required file not found", 127, MISSING, "./x"),
     ("Error: spawn npx ENOENT", 1, MISSING, "npx"),
     ("Error: spawnSync rg ENOENT", 1, MISSING, "rg"),
     ("FileNotFoundError: [Errno 2] No such file or directory: 'sqlite3'", 1, MISSING, "sqlite3"),
@@ -127,7 +128,7 @@ def test_each_stderr_line_names_its_cause(
         (NET, ["no network for project hooks"]),
         (NOEXEC, ["chmod +x", "git update-index --chmod=+x"]),
         (CauseKind.CRLF_SHEBANG, ["CRLF"]),
-        (SCRIPT, ["does not exist"]),
+        (SCRIPT, ["was not found", "is not where the hook looks", "#!/usr/bin/env"]),
     ],
 )  # fmt: skip
 def test_every_message_names_the_cause_and_the_fix(kind: CauseKind, fragments: list[str]) -> None:

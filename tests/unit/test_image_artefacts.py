@@ -179,3 +179,9 @@ def test_image_tag_option_refuses_a_malformed_reference() -> None:
     assert args.tag == "me/runtime:dev"
     with pytest.raises(SystemExit):
         parser.parse_args(["images", "build", "--tag", "NoTag"])
+
+
+def test_an_engine_of_another_architecture_is_refused_with_the_fix() -> None:
+    images.check_architecture("x86_64")
+    with pytest.raises(images.ImageBuildError, match="runs on aarch64; pin the packages"):
+        images.check_architecture("aarch64")

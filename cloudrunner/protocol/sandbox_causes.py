@@ -66,8 +66,11 @@ class SandboxContext:
         if not self.workspace or not path:
             return False
         root = self.workspace.rstrip("/")
-        # a relative path is resolved from the working directory, which is in the workspace
-        return not path.startswith("/") or path == root or path.startswith(root + "/")
+        if not path.startswith("/"):
+            # resolved from the working directory: the workspace for project hooks, the
+            # hooks file's own (read-only) directory for enterprise and team hooks
+            return self.source not in ("enterprise", "team")
+        return path == root or path.startswith(root + "/")
 
 
 @dataclass(frozen=True)

@@ -188,6 +188,12 @@ def test_a_lookup_of_an_enterprise_hook_without_a_network_names_its_setting() ->
     assert "sandbox.per_source.enterprise.network" in cause.message
 
 
+def test_a_relative_path_of_a_team_hook_is_in_its_read_only_directory() -> None:
+    ctx = SandboxContext(image="i", hook_user="10001", workspace=WS, source="team")
+    cause = diagnose(1, "PermissionError: [Errno 13] Permission denied: 'state.json'", ctx)
+    assert cause is not None and cause.kind is RO
+
+
 def test_a_path_that_only_starts_like_the_workspace_is_outside_it() -> None:
     cause = diagnose(1, f"PermissionError: [Errno 13] Permission denied: '{WS}2/x'", CTX)
     assert cause is not None and cause.kind is RO

@@ -207,6 +207,12 @@ def _read_only(path: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
             f"the workspace is mounted read-only for hooks ({path}): set "
             "sandbox.workspace_mode to rw for hooks that write the checkout"
         )
+    if path.startswith(("/home/", "/root/", "/nonexistent")):
+        return CauseKind.READ_ONLY_OUTSIDE_WORKSPACE, (
+            f"{path} is in a home directory, which is read-only in this sandbox (only the "
+            "workspace and /tmp are writable): point the tool's cache or state at /tmp (for "
+            "example UV_CACHE_DIR, npm_config_cache, XDG_CACHE_HOME) or at the workspace"
+        )
     return CauseKind.READ_ONLY_OUTSIDE_WORKSPACE, (
         f"{path} is outside what a hook may write (the image is read-only; only the workspace "
         "and /tmp are writable): keep the hook's files in $CURSOR_PROJECT_DIR or /tmp"
@@ -309,6 +315,11 @@ RULES: tuple[Rule, ...] = (
     _rule("coreutils-denied", rf"cannot [a-z ]+ {_Q}(?P<x>[^'\u2019\"]+){_Q}: Permission denied",
           _denied),
     _rule("git-denied", r"could not (?:open|lock|create) '(?P<x>[^']+)'[^:]*: Permission denied",
+          _denied),
+    # any other tool quoting the path (Rust's "failed to create directory `/x`: Read-only
+    # file system (os error 30)", Go's "open /x: permission denied" is not quoted)
+    _rule("quoted-erofs", rf"{_Q}(?P<x>/[^'\u2019\"`]+){_Q}: Read-only file system", _read_only),
+    _rule("quoted-eacces", rf"{_Q}(?P<x>/[^'\u2019\"`]+){_Q}: Permission denied \(os error 13\)",
           _denied),
     # name lookups and unreachable networks
     _rule("curl-resolve", r"Could not resolve host: (?P<x>[^\s)]+)", _no_network),

@@ -95,6 +95,10 @@ TABLE: list[tuple[str, int, CauseKind, str]] = [
      "/root/.hooks.log"),
     ("Error: EROFS: read-only file system, mkdir '/home/hook/.npm'", 1, RO, "/home/hook/.npm"),
     ("touch: cannot touch '/usr/x': Read-only file system", 1, RO, "/usr/x"),
+    ("  cause: failed to create directory `/home/hook/.cache/uv`: Read-only file system (os "
+     "error 30)", 2, RO, "/home/hook/.cache/uv"),
+    (f"error: failed to open file `{WS}/uv.lock`: Permission denied (os error 13)", 2, WSRO,
+     f"{WS}/uv.lock"),
     # no network
     ("curl: (6) Could not resolve host: api.example.com", 6, NET, "api.example.com"),
     ("fatal: unable to access 'https://github.com/a/b/': Could not resolve host: github.com", 128,
@@ -144,6 +148,12 @@ def test_a_missing_file_in_the_workspace_or_tmp_is_the_hooks_own_business() -> N
         assert diagnose(1, f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'",
                         CTX) is None  # fmt: skip
         assert diagnose(1, f"Error: ENOENT: no such file or directory, open '{path}'", CTX) is None
+
+
+def test_a_read_only_home_names_the_cache_settings() -> None:
+    cause = diagnose(1, "OSError: [Errno 30] Read-only file system: '/home/hook/.npm'", CTX)
+    assert cause is not None and "home directory" in cause.message
+    assert "UV_CACHE_DIR" in cause.message
 
 
 def test_first_matching_line_wins() -> None:

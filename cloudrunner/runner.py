@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cloudrunner.protocol import sandbox_causes
 from cloudrunner.protocol.merge import run_tiers
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.plan import Plan, PlannedHook
@@ -34,12 +35,33 @@ _STATUS = {
 }
 
 
-def to_execution(result: ExecResult) -> Execution:
+def to_execution(result: ExecResult, workspace: Path | None = None, source: str = "") -> Execution:
     status = _STATUS.get(result.outcome, ExecutionStatus.SANDBOX_ERROR)
     message = result.message
     if result.outcome not in _STATUS:
         message = f"the sandbox answered with outcome {result.outcome}: {message}"
-    return Execution(status, result.exit_code, result.stdout, result.stderr, message)
+    cause = None
+    if status is ExecutionStatus.OK:
+        cause = sandbox_causes.diagnose(
+            result.exit_code,
+            result.stderr.decode("utf-8", errors="replace"),
+            sandbox_context(result, workspace, source),
+        )
+    return Execution(status, result.exit_code, result.stdout, result.stderr, message, cause)
+
+
+def sandbox_context(
+    result: ExecResult, workspace: Path | None, source: str = ""
+) -> sandbox_causes.SandboxContext:
+    """What a sandbox-caused failure's message names, as the sandbox attested it."""
+    attested = result.attestation
+    return sandbox_causes.SandboxContext(
+        image=str(attested.get("image") or ""),
+        hook_user=str(attested.get("hook_user") or attested.get("user") or ""),
+        workspace=str(workspace) if workspace is not None else "",
+        network=str(attested.get("network") or ""),
+        source=source,
+    )
 
 
 def hook_environment(plan: Plan, workspace: Path, session_env: Mapping[str, str]) -> dict[str, str]:
@@ -121,7 +143,7 @@ def run_plan(
         result = sandbox.run(request)
         with lock:
             executions[hook.hook_id] = result
-        return to_execution(result)
+        return to_execution(result, workspace, str(hook.source_kind))
 
     def run_tier(hooks: Sequence[PlannedHook]) -> Sequence[Execution]:
         if len(hooks) == 1:

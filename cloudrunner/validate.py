@@ -10,6 +10,7 @@ warning), else 0; a PATH that does not exist is a usage error (exit 2).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -18,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from cloudrunner import validate_policy
+from cloudrunner import validate_checks, validate_policy
 from cloudrunner.errors import CloudrunnerError, ExitCode
+from cloudrunner.image_programs import ImagePrograms
 from cloudrunner.protocol.config import HookEntry, parse_hooks_file
-from cloudrunner.protocol.diagnostics import Diagnostic, Severity, error, warning
+from cloudrunner.protocol.diagnostics import Diagnostic, Severity, error, info, warning
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.jsonpos import PositionIndex
 from cloudrunner.protocol.profiles import Profile, SourceKind
@@ -78,6 +80,8 @@ class ValidationReport:
     profile: Profile
     source: SourceKind
     files: tuple[FileReport, ...]
+    #: about the run as a whole (for example: the image check was skipped, and why)
+    notes: tuple[Diagnostic, ...] = ()
 
     @property
     def errors(self) -> int:
@@ -94,6 +98,7 @@ class ValidationReport:
             "errors": self.errors,
             "warnings": self.warnings,
             "files": [f.to_dict() for f in self.files],
+            "notes": [n.to_dict() for n in self.notes],
         }
 
 
@@ -206,7 +211,11 @@ def _matcher_warnings(entry: HookEntry, file: str) -> list[Diagnostic]:
 
 
 def validate_file(
-    target: Target, profile: Profile, kind: SourceKind, settings: Settings | None = None
+    target: Target,
+    profile: Profile,
+    kind: SourceKind,
+    programs: ImagePrograms | None = None,
+    settings: Settings | None = None,
 ) -> FileReport:
     settings = settings or Settings()
     file = str(target.file)
@@ -247,6 +256,18 @@ def validate_file(
                 scripts.extend(validate_policy.hook_diagnostics(entry, kind, settings, file))
                 if target.repository is not None and kind is SourceKind.PROJECT:
                     scripts.extend(_script_warnings(entry, target.repository, file))
+                if verdicts[-1].verdict == "runs":
+                    scripts.extend(_sandbox_warnings(entry, target, kind, programs, file))
+    diagnostics = [_unknown_event_note(d) for d in diagnostics]
+    if programs is not None and kind is SourceKind.PROJECT and _has_environment(target):
+        diagnostics.append(
+            info(
+                "image-check-skipped",
+                f"project hooks run in the image .cursor/environment.json builds, so their "
+                f"programs were not checked against {programs.image}",
+                file=file,
+            )
+        )
     if scripts:
         index = PositionIndex(data.decode("utf-8-sig"))
         for note in scripts:
@@ -256,19 +277,125 @@ def validate_file(
     return FileReport(target.file, tuple(diagnostics), tuple(verdicts))
 
 
+def _unknown_event_note(d: Diagnostic) -> Diagnostic:
+    if d.code != "unknown-event" or validate_checks.UNKNOWN_EVENT_NOTE in d.message:
+        return d
+    return dataclasses.replace(d, message=d.message + validate_checks.UNKNOWN_EVENT_NOTE)
+
+
+def _hook_base(target: Target, kind: SourceKind) -> Path | None:
+    """The directory a hook's relative script paths resolve against, when known."""
+    if kind is SourceKind.PROJECT:
+        return target.repository
+    return target.file.parent
+
+
+def _sandbox_warnings(
+    entry: HookEntry, target: Target, kind: SourceKind, programs: ImagePrograms | None,
+    file: str,
+) -> list[Diagnostic]:  # fmt: skip
+    """What would fail in the sandbox before any event: an unmatched matcher, a script that
+    cannot run as written, a program the image does not have."""
+    out: list[Diagnostic] = []
+    problem = validate_checks.matcher_problem(entry.event, entry.matcher)
+    if problem:
+        out.append(warning("matcher-never-matches", problem, file=file,
+                           pointer=f"{entry.pointer}/matcher"))  # fmt: skip
+    command = entry.definition.command
+    if entry.definition.type != "command" or not command:
+        return out
+    pointer = f"{entry.pointer}/command"
+    used, scripts = validate_checks.programs_of(command, _hook_base(target, kind))
+    for script in scripts:
+        found = validate_checks.script_problem(script)
+        if found:
+            out.append(warning(found[0], found[1], file=file, pointer=pointer))
+    if programs is None or (kind is SourceKind.PROJECT and _has_environment(target)):
+        return out
+    seen: set[str] = set()
+    for use in used:
+        if use.name in seen:
+            continue
+        seen.add(use.name)
+        if validate_checks.program_known(use.name, programs.programs, programs.path_dirs) is False:
+            via = "" if use.via == "command" else f" ({use.via})"
+            out.append(
+                warning(
+                    "program-not-in-image",
+                    f"`{use.name}`{via} is not in image {programs.image}, so this hook would "
+                    "fail with exit 127: add it through .cursor/environment.json or the "
+                    "runtime image (sandbox.image)",
+                    file=file,
+                    pointer=pointer,
+                )
+            )
+    return out
+
+
+def _has_environment(target: Target) -> bool:
+    """Project hooks of a repository with .cursor/environment.json run in the image it builds."""
+    return (
+        target.repository is not None
+        and (target.repository / ".cursor" / "environment.json").is_file()
+    )
+
+
 def validate_paths(
     paths: Sequence[Path],
     *,
     profile: Profile = Profile.CLOUD,
     source: SourceKind = SourceKind.PROJECT,
+    programs: ImagePrograms | None = None,
+    notes: Sequence[Diagnostic] = (),
     settings: Settings | None = None,
 ) -> ValidationReport:
     """Validate each PATH against the worker settings' policy (default settings when None).
-    Raises `CloudrunnerError` for a PATH that does not exist."""
+    Raises `CloudrunnerError` for a PATH that does not exist.
+
+    `programs`: the PATH programs of the image the hooks run in; None skips that check.
+    """
     targets = [resolve_target(p) for p in paths]
-    return ValidationReport(
-        profile, source, tuple(validate_file(t, profile, source, settings) for t in targets)
-    )
+    files = tuple(validate_file(t, profile, source, programs, settings) for t in targets)
+    return ValidationReport(profile, source, files, tuple(notes))
+
+
+def image_programs_for(
+    image: str, state_dir: Path
+) -> tuple[ImagePrograms | None, list[Diagnostic]]:
+    """The image's PATH programs, or None with a note saying why the check is skipped."""
+    from cloudrunner import image_programs
+    from cloudrunner.docker_engine import connect
+
+    try:
+        client = connect(timeout=10)
+    except CloudrunnerError as exc:
+        return None, [
+            info(
+                "image-check-skipped",
+                f"programs were not checked against image {image}: {exc.message}",
+            )
+        ]
+    try:
+        listing = image_programs.list_programs(
+            client, image, state_dir / image_programs.CACHE_DIR_NAME
+        )
+    except CloudrunnerError as exc:
+        return None, [
+            info(
+                "image-check-skipped",
+                f"programs were not checked against image {image}: {exc.message}",
+            )
+        ]
+    finally:
+        client.close()
+    where = "cached listing" if listing.cached else "listed now"
+    return listing, [
+        info(
+            "image-checked",
+            f"programs checked against image {image} "
+            f"({listing.image_id[:19]}, {len(listing.programs)} programs, {where})",
+        )
+    ]
 
 
 def render_text(report: ValidationReport, out: TextIO) -> None:
@@ -284,6 +411,8 @@ def render_text(report: ValidationReport, out: TextIO) -> None:
                 print(f"  {h.verdict:<10} {h.event}[{h.index}] {shown}: {h.reason}", file=out)
         elif f.count(Severity.ERROR) == 0:
             print(f"{f.path}: no hooks", file=out)
+    for note in report.notes:
+        print(note.render(), file=out)
     totals = f"{report.errors} error(s), {report.warnings} warning(s)"
     print(f"{len(report.files)} file(s) checked: {totals}", file=out)
 
@@ -302,22 +431,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="which source the files are (default: project)",
     )  # fmt: skip
     p.add_argument("--format", choices=["text", "json"], default="text", help="output format")
+    p.add_argument("--strict", action="store_true", help="exit 1 on warnings as well as errors")
+    p.add_argument(
+        "--image", metavar="NAME",
+        help="the image hooks run in, for the program check (default: sandbox.image of the "
+        "settings for --source)",
+    )  # fmt: skip
+    p.add_argument(
+        "--no-image-check", action="store_true",
+        help="do not look up commands' programs in the image (no Docker needed)",
+    )  # fmt: skip
     p.add_argument(
         "--config", type=Path, metavar="FILE",
-        help="judge against this worker settings file's policy (allowed sources, pinned "
-        "project digests, network); default: CLOUDRUNNER_CONFIG, else "
+        help="the worker settings to judge against: the image and state dir, and the policy "
+        "(allowed sources, pinned project digests, egress); default: CLOUDRUNNER_CONFIG, else "
         "/etc/cloudrunner/config.toml when present, else the defaults",
     )  # fmt: skip
-    p.add_argument("--strict", action="store_true", help="exit 1 on warnings as well as errors")
 
 
 def validate_command(args: argparse.Namespace) -> int:
+    programs: ImagePrograms | None = None
+    notes: list[Diagnostic] = []
+    settings = load_settings(getattr(args, "config", None))
+    if getattr(args, "no_image_check", False):
+        notes.append(info("image-check-skipped", "programs were not checked (--no-image-check)"))
+    else:
+        image = getattr(args, "image", None) or settings.sandbox.profile_for(args.source).image
+        programs, notes = image_programs_for(image, settings.state_dir)
     report = validate_paths(
-        args.paths,
-        profile=Profile(args.profile),
-        source=SourceKind(args.source),
-        settings=load_settings(args.config),
-    )
+        args.paths, profile=Profile(args.profile), source=SourceKind(args.source),
+        programs=programs, notes=notes, settings=settings,
+    )  # fmt: skip
     if args.format == "json":
         json.dump(report.to_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")

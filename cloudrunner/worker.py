@@ -709,6 +709,11 @@ class Worker(ClosesOnExit):
                 "decision": merged.answer,
                 "commit": ws.commit,
             }
+            if result.sandbox_cause is not None:
+                # a failure the sandbox caused: what, the fix, and the stderr line showing it
+                cause = result.sandbox_cause.to_dict()
+                cause["line"] = self.audit.excerpt(cause["line"])  # redacted like stderr
+                fields["sandbox_cause"] = cause
             if ran is not None:
                 fields.update(
                     sandbox_id=ran.sandbox_id,

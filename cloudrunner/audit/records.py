@@ -77,6 +77,8 @@ class HookFields(EventFields, total=False):
     stderr_excerpt: str
     stdout_digest: TextDigest
     stderr_digest: TextDigest
+    #: a failure the sandbox caused (kind, subject, message, the stderr line that showed it)
+    sandbox_cause: dict[str, Any]
 
 
 class TornSpanFields(TypedDict):

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from cloudrunner.protocol.events import Decision, EventSpec
 from cloudrunner.protocol.outcomes import Outcome
+from cloudrunner.protocol.sandbox_causes import SandboxCause
 
 if TYPE_CHECKING:
     from cloudrunner.protocol.plan import PlannedHook
@@ -45,6 +46,8 @@ class Execution:
     stderr: bytes = b""
     #: the sandbox's explanation for a non-ok status (for example "killed after 10 s")
     message: str = ""
+    #: a failure the sandbox caused, read from the exit code and stderr (`sandbox_causes`)
+    cause: SandboxCause | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,8 @@ class HookResult:
     ignored_fields: tuple[str, ...] = ()
     #: a failure that blocks because the hook is failClosed
     fail_closed_block: bool = False
+    #: what the sandbox caused, with the stderr line that showed it (also in `reason`)
+    sandbox_cause: SandboxCause | None = None
 
     @property
     def blocks(self) -> bool:
@@ -137,15 +142,22 @@ def parse_output(spec: EventSpec, stdout: bytes) -> tuple[dict[str, Any], tuple[
 
 def _failure(
     hook: PlannedHook, spec: EventSpec, outcome: Outcome, reason: str, *, exit_code: int | None,
-    stderr: str, ignored: tuple[str, ...] = (),
+    stderr: str, ignored: tuple[str, ...] = (), cause: SandboxCause | None = None,
 ) -> HookResult:  # fmt: skip
     if hook.fail_closed and spec.can_block:
         message = f"blocked: the failClosed hook {hook.describe()} failed ({outcome}: {reason})"
         return HookResult(
             hook, outcome, block_answer(spec, message), reason, exit_code, stderr, ignored,
-            fail_closed_block=True,
+            fail_closed_block=True, sandbox_cause=cause,
         )  # fmt: skip
-    return HookResult(hook, outcome, {}, reason, exit_code, stderr, ignored)
+    return HookResult(hook, outcome, {}, reason, exit_code, stderr, ignored, sandbox_cause=cause)
+
+
+def _noted(reason: str, cause: SandboxCause | None) -> str:
+    """A reason that does not fail on its own, with what stderr showed the sandbox caused."""
+    if cause is None:
+        return reason
+    return f"{reason}; stderr shows a failure the sandbox caused: {cause.message}"
 
 
 _SANDBOX_OUTCOMES = {
@@ -176,6 +188,7 @@ def classify(hook: PlannedHook, spec: EventSpec, execution: Execution) -> HookRe
             stderr=stderr,
         )  # fmt: skip
     code = execution.exit_code
+    cause = execution.cause
     if code is None:
         return _failure(
             hook, spec, Outcome.SANDBOX_ERROR, "the sandbox reported no exit code",
@@ -186,20 +199,29 @@ def classify(hook: PlannedHook, spec: EventSpec, execution: Execution) -> HookRe
             output, ignored = parse_output(spec, execution.stdout)
         except _InvalidOutput as exc:
             return _failure(
-                hook, spec, Outcome.INVALID_OUTPUT, str(exc), exit_code=0, stderr=stderr
-            )
-        return HookResult(hook, Outcome.OK, output, "exit code 0", 0, stderr, ignored)
+                hook, spec, Outcome.INVALID_OUTPUT, _noted(str(exc), cause), exit_code=0,
+                stderr=stderr, cause=cause,
+            )  # fmt: skip
+        return HookResult(
+            hook, Outcome.OK, output, _noted("exit code 0", cause), 0, stderr, ignored,
+            sandbox_cause=cause,
+        )  # fmt: skip
     if code == 2:
         return _blocked(hook, spec, execution, stderr)
-    return _failure(hook, spec, Outcome.ERROR, f"exit code {code}", exit_code=code, stderr=stderr)
+    reason = f"exit code {code}" + (f": {cause.message}" if cause else "")
+    return _failure(hook, spec, Outcome.ERROR, reason, exit_code=code, stderr=stderr, cause=cause)
 
 
 def _blocked(hook: PlannedHook, spec: EventSpec, execution: Execution, stderr: str) -> HookResult:
+    cause = execution.cause
     if not spec.can_block:
         return HookResult(
             hook, Outcome.BLOCKED, {},
-            f"exit code 2 on {spec.name}, which takes no decision: recorded, no other effect",
-            2, stderr,
+            _noted(
+                f"exit code 2 on {spec.name}, which takes no decision: recorded, no other effect",
+                cause,
+            ),
+            2, stderr, sandbox_cause=cause,
         )  # fmt: skip
     # A JSON object on stdout still supplies the messages; stderr fills in the one the event
     # shows when the JSON does not give it.
@@ -217,8 +239,13 @@ def _blocked(hook: PlannedHook, spec: EventSpec, execution: Execution, stderr: s
     ignored = tuple(k for k in given if k not in known)
     where = spec.message_field()
     if where and where not in output and stderr:
-        output[where] = stderr
-    return HookResult(hook, Outcome.BLOCKED, output, "exit code 2: blocks", 2, stderr, ignored)
+        # the hook blocks; when its stderr shows the sandbox's doing, the agent is told so
+        note = f" (cloudrunner: {cause.message})" if cause else ""
+        output[where] = stderr + note
+    return HookResult(
+        hook, Outcome.BLOCKED, output, _noted("exit code 2: blocks", cause), 2, stderr, ignored,
+        sandbox_cause=cause,
+    )  # fmt: skip
 
 
 def skipped(hook: PlannedHook, reason: str) -> HookResult:

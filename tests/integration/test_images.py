@@ -41,21 +41,61 @@ def test_runtime_image_has_the_tools_hooks_call_and_runs_as_non_root(
     assert lines[7].startswith("curl ")
 
 
-def test_runtime_image_is_tagged_with_the_package_version_and_latest(
-    docker_client: docker.DockerClient,
+def _own_tag(runtime_image: str) -> str | None:
+    """The tag a test run built for itself (CLOUDRUNNER_TEST_IMAGE), or None for the defaults."""
+    return None if runtime_image == images.DEFAULT_RUNTIME_IMAGE else runtime_image
+
+
+def test_runtime_image_carries_the_key_of_what_it_was_built_from(
+    docker_client: docker.DockerClient, runtime_image: str
 ) -> None:
-    versioned = docker_client.images.get(f"{images.RUNTIME_REPOSITORY}:{__version__}")
-    latest = docker_client.images.get(images.DEFAULT_RUNTIME_IMAGE)
-    assert versioned.id == latest.id
-    key = latest.labels[images.BUILD_KEY_LABEL]
+    built = docker_client.images.get(runtime_image)
+    if _own_tag(runtime_image) is None:
+        versioned = docker_client.images.get(f"{images.RUNTIME_REPOSITORY}:{__version__}")
+        assert versioned.id == built.id
+    key = built.labels[images.BUILD_KEY_LABEL]
     base = docker_client.images.get(images.BASE_IMAGE)
-    dockerfile = (images.images_dir() / "hook-runtime" / "Dockerfile").read_bytes()
-    assert key == images.runtime_key(dockerfile, base.id)
+    source = images.images_dir() / "hook-runtime"
+    dockerfile = (source / "Dockerfile").read_bytes()
+    manifest = (source / "artefacts.json").read_bytes()
+    assert key == images.runtime_key(dockerfile, base.id, manifest)
 
 
-def test_build_is_skipped_when_nothing_changed(docker_client: docker.DockerClient) -> None:
-    steps = images.build_all()
+def test_build_is_skipped_when_nothing_changed(
+    docker_client: docker.DockerClient, runtime_image: str
+) -> None:
+    steps = images.build_all(tag=_own_tag(runtime_image))
     assert [s.built for s in steps] == [False, False]
+
+
+def test_registry_tools_run_as_the_hook_user_without_network(
+    docker_client: docker.DockerClient, docker_tracker: DockerTracker, runtime_image: str
+) -> None:
+    """What the corpus's hooks launch, each doing real work with no network at all."""
+    script = (
+        "set -e; cd /tmp; python -c 'import sys; print(sys.version_info[0])';"
+        " node -e 'console.log(process.versions.node.split(\".\")[0] >= 20)';"
+        " npm --version >/dev/null && echo npm-ok; npx --version >/dev/null && echo npx-ok;"
+        " pnpm --version >/dev/null && echo pnpm-ok;"
+        " bun -e 'console.log(6*7)'; bunx --version >/dev/null && echo bunx-ok;"
+        " uv --version | cut -d' ' -f1; uvx --version | cut -d' ' -f1;"
+        " sqlite3 :memory: 'select 40+2;'; printf 'x\\nneedle\\n' > f; rg -c needle f;"
+        " zsh -c 'echo zsh-ok'; head -1 /usr/local/bin/npm | cut -c1-9"
+    )
+    container = docker_tracker.track(
+        docker_client.containers.create(
+            runtime_image, ["sh", "-c", script], labels=docker_tracker.labels,
+            network_disabled=True, network_mode="none",
+        )
+    )  # fmt: skip
+    container.start()
+    result = container.wait(timeout=120)
+    logs = container.logs(stdout=True, stderr=True).decode()
+    assert result["StatusCode"] == 0, logs
+    assert logs.splitlines() == [
+        "3", "true", "npm-ok", "npx-ok", "pnpm-ok", "42", "bunx-ok", "uv", "uvx", "42", "1",
+        "zsh-ok", "#!/bin/sh",
+    ], logs  # fmt: skip
 
 
 def test_a_failed_debootstrap_tags_nothing(

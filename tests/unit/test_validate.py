@@ -19,10 +19,16 @@ def write(path: Path, document: object) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unit tests need no Docker: the image check is skipped, with its note."""
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
-    write(root / ".cursor" / "hooks" / "guard.sh", "#!/bin/sh\n")
+    write(root / ".cursor" / "hooks" / "guard.sh", "#!/bin/sh\n").chmod(0o755)
     write(
         root / ".cursor" / "hooks.json",
         {

@@ -112,16 +112,14 @@ def source_diagnostics(
                 file=file,
             )
         )
-    if kind is not SourceKind.PROJECT or repository is None:
-        return out
+    approved = settings.sources.project_digests
+    if kind is not SourceKind.PROJECT or repository is None or approved is None:
+        return out  # not pinned: the digest is `cloudrunner hooks digest`'s to print
     try:
         digest = pinning.compute(repository, data).digest
     except pinning.DigestError as exc:
         return [*out, error("project-digest-failed", exc.message, file=file)]
-    approved = settings.sources.project_digests
-    if approved is None:
-        out.append(info("project-digest", f"project hooks digest {digest}", file=file))
-    elif digest in approved:
+    if digest in approved:
         out.append(
             info("project-approved", f"project hooks digest {digest} is approved", file=file)
         )

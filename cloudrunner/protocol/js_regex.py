@@ -45,11 +45,17 @@ _GROUP_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _CLASS_ESCAPE = set("[&~|^")
 
 
+_CONTROL_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(32), 127)}
+
+
 class JsSyntaxError(ValueError):
     """The pattern is not an ECMAScript regular expression (what `new RegExp` rejects)."""
 
     def __init__(self, message: str, position: int) -> None:
-        super().__init__(f"{message} at position {position}")
+        # the message quotes the pattern: control characters in it are shown escaped, so the
+        # error stays one line
+        shown = message.translate(_CONTROL_ESCAPES)
+        super().__init__(f"{shown} at position {position}")
         self.position = position
 
 

@@ -318,6 +318,11 @@ class Worker(ClosesOnExit):
     def _checkout(self, document: Mapping[str, Any]) -> workspace.Workspace:
         cfg = self.settings.workspace
         trust = self.settings.sources.trust_project_hooks
+        if cfg.path is not None and not cfg.path.is_absolute():
+            raise workspace.WorkspaceError(
+                f"the workspace path {str(cfg.path)!r} (--workspace, workspace.path) is "
+                "relative; give an absolute path"
+            )
         if cfg.repo:
             dest = (
                 cfg.path
@@ -348,6 +353,11 @@ class Worker(ClosesOnExit):
             return workspace.adopt(cfg.path, trust_project_hooks=trust)
         roots = document.get("workspace_roots")
         if isinstance(roots, list) and roots and isinstance(roots[0], str) and roots[0]:
+            if not Path(roots[0]).is_absolute():
+                raise workspace.WorkspaceError(
+                    f"the payload's workspace_roots[0] {roots[0]!r} is a relative path; "
+                    "the agent must send the workspace's absolute path"
+                )
             return workspace.adopt(Path(roots[0]), trust_project_hooks=trust)
         raise workspace.WorkspaceError(
             "no workspace: give --workspace DIR, --repo URL, or workspace_roots in the payload"

@@ -436,7 +436,7 @@ def _clone_into(
     commit = runner.run("rev-parse", "--verify", "HEAD^{commit}").strip()
     is_shallow = runner.run("rev-parse", "--is-shallow-repository").strip() == "true"
     return Workspace(
-        root=dest,
+        root=Path(os.path.realpath(dest)),
         commit=commit,
         origin=source.url,
         ref=ref,
@@ -624,20 +624,29 @@ def adopt(path: Path, *, trust_project_hooks: bool = True) -> Workspace:
     the commit is the enclosing repository's HEAD. Only `git rev-parse` runs in the
     checkout: commands such as `git status` honour settings in the checkout's own
     `.git/config` (core.fsmonitor) that could run programs on the worker host.
+
+    The root is `path` resolved once (symlinks followed, see `resolve_root`); a relative
+    path, a path that is not a directory and a git directory (`.git`, anything inside
+    one, a bare repository) are refused.
     """
-    root = path.absolute()
-    if not root.is_dir():
-        raise WorkspaceError(
-            f"workspace {root} does not exist or is not a directory; check --workspace"
-        )
+    root = resolve_root(path)
     # The checkout may belong to another user (a cloud agent's); git refuses such a
     # repository unless it is named safe, and rev-parse runs nothing from its config.
     env = {"GIT_TERMINAL_PROMPT": "0"}
     env.update(_config_env(os.environ, [("safe.directory", "*")]))
     runner = git.Git(str(root))
     try:
+        inside_git_dir, shallow = str(
+            runner.execute(
+                ["git", "rev-parse", "--is-inside-git-dir", "--is-shallow-repository"], env=env
+            )
+        ).split()
+        if inside_git_dir == "true":
+            raise WorkspaceError(
+                f"workspace {root} is a git directory (a bare repository or the inside of "
+                "a .git directory), not a checkout; give the checkout's root"
+            )
         commit = runner.execute(["git", "rev-parse", "--verify", "HEAD^{commit}"], env=env)
-        shallow = runner.execute(["git", "rev-parse", "--is-shallow-repository"], env=env)
     except git.exc.GitCommandError as exc:
         stderr = exc.stderr if isinstance(exc.stderr, str) else ""
         if "not a git repository" in stderr.lower():
@@ -669,6 +678,40 @@ def adopt(path: Path, *, trust_project_hooks: bool = True) -> Workspace:
         shallow=shallow.strip() == "true",
     )
     return workspace
+
+
+def resolve_root(path: Path) -> Path:
+    """The real path of the workspace directory `path`, resolved once: the one path the
+    worker uses for the mount, the hooks' working directory and CURSOR_PROJECT_DIR.
+
+    Refuses (WorkspaceError) a relative path (relative to what: the worker's own working
+    directory is no answer), a path that does not name a directory, and a git directory
+    or anything inside one (hooks would run, and write, in the repository's internals).
+    """
+    text = str(path)
+    if "\0" in text:
+        raise WorkspaceError(f"workspace {text!r} contains a NUL byte; give a real directory")
+    if not path.is_absolute():
+        raise WorkspaceError(
+            f"workspace {text!r} is a relative path; give an absolute path (the worker does "
+            "not guess what it is relative to)"
+        )
+    try:
+        root = Path(os.path.realpath(path))
+        is_dir = root.is_dir()
+    except (OSError, ValueError) as exc:
+        raise WorkspaceError(f"workspace {text!r} is not a usable path ({exc})") from None
+    if not is_dir:
+        raise WorkspaceError(
+            f"workspace {path} does not exist or is not a directory; check --workspace"
+        )
+    if ".git" in root.parts:
+        shown = str(path) if str(path) == str(root) else f"{path} (really {root})"
+        raise WorkspaceError(
+            f"workspace {shown} is a .git directory or inside one, not a checkout; give "
+            "the checkout's root"
+        )
+    return root
 
 
 # --------------------------------------------------------------------------- HEAD, cheaply

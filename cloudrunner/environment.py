@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.images import BUILD_KEY_LABEL
+from cloudrunner.repo_files import RepoFileRefused, read_inside
 
 ENVIRONMENT_FILE = Path(".cursor") / "environment.json"
 IMAGE_REPOSITORY = "cloudrunner/environment"
@@ -39,6 +40,9 @@ KIND_VALUE = "environment"
 SOURCE_LABEL = "cloudrunner.environment.file"
 # Bumped whenever what goes into the key changes, so old images are not mistaken for new.
 RECIPE = "environment-image-v1"
+MAX_ENVIRONMENT_FILE_BYTES = 1024 * 1024
+#: a .dockerignore or Dockerfile larger than this is not a real one
+MAX_BUILD_FILE_BYTES = 4 * 1024 * 1024
 
 Progress = Callable[[str], None]
 
@@ -105,14 +109,26 @@ class ProjectEnvironment:
 
 
 def load_environment(workspace_root: Path) -> ProjectEnvironment | None:
-    """The workspace's `.cursor/environment.json`, or None when it has none."""
+    """The workspace's `.cursor/environment.json`, or None when it has none.
+
+    The file must resolve inside the workspace (see `repo_files`): one that leads outside
+    is refused without a byte of it being read, so nothing of it reaches a message.
+    """
     path = workspace_root / ENVIRONMENT_FILE
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        raw = read_inside(path, workspace_root, max_bytes=MAX_ENVIRONMENT_FILE_BYTES, limit="1 MiB")
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EnvironmentFileError(f"cannot read {path}: {exc}") from None
+    except RepoFileRefused as exc:
+        raise EnvironmentFileError(
+            f"{exc.message}; the repository's environment is not used"
+        ) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise EnvironmentFileError(
+            f"{path} is not UTF-8 text (byte {exc.start}); fix the file or remove it"
+        ) from None
     config, warnings = parse_environment(text, path=path)
     return ProjectEnvironment(path, workspace_root, config, tuple(warnings))
 
@@ -196,6 +212,8 @@ class BuildInputs:
 
     context: Path
     dockerfile: Path
+    #: the repository (resolved) both must lie in
+    root: Path
 
     @property
     def dockerfile_in_context(self) -> str | None:
@@ -227,7 +245,7 @@ def resolve_build(environment: ProjectEnvironment) -> BuildInputs:
         raise EnvironmentFileError(
             f"{environment.path}: /build/dockerfile: {dockerfile} does not exist"
         )
-    return BuildInputs(context, dockerfile)
+    return BuildInputs(context, dockerfile, root)
 
 
 def _inside(root: Path, candidate: Path, source: Path, pointer: str) -> Path:
@@ -240,14 +258,27 @@ def _inside(root: Path, candidate: Path, source: Path, pointer: str) -> Path:
     return resolved
 
 
+def _read_build_file(path: Path, root: Path) -> bytes:
+    """A Dockerfile or .dockerignore of the build, read only when it is inside `root`."""
+    try:
+        return read_inside(path, root, max_bytes=MAX_BUILD_FILE_BYTES, limit="4 MiB")
+    except FileNotFoundError:
+        raise EnvironmentFileError(f"{path} does not exist") from None
+    except RepoFileRefused as exc:
+        raise EnvironmentFileError(
+            f"{exc.message}; environment builds may only use files of the repository"
+        ) from None
+
+
 def context_files(inputs: BuildInputs) -> list[str]:
     """The files of the context docker will be sent, as docker-py selects them."""
     ignore = inputs.context / ".dockerignore"
     patterns: list[str] = []
-    if ignore.is_file():
+    if ignore.is_file() or ignore.is_symlink():
+        text = _read_build_file(ignore, inputs.root).decode("utf-8", errors="replace")
         patterns = [
             line.strip()
-            for line in ignore.read_text(encoding="utf-8", errors="replace").splitlines()
+            for line in text.splitlines()
             if line.strip() and not line.strip().startswith("#")
         ]
     included: set[str] = docker.utils.build.exclude_paths(
@@ -286,7 +317,8 @@ def build_key(inputs: BuildInputs, base_ids: Mapping[str, str | None]) -> str:
             digest.update(len(data).to_bytes(8, "big"))
             digest.update(data)
 
-    feed(RECIPE, inputs.dockerfile.read_bytes(), inputs.dockerfile_in_context or "<outside>")
+    dockerfile = _read_build_file(inputs.dockerfile, inputs.root)
+    feed(RECIPE, dockerfile, inputs.dockerfile_in_context or "<outside>")
     for ref in sorted(base_ids):
         feed("base", ref, base_ids[ref] or "<absent>")
     for rel in context_files(inputs):
@@ -335,7 +367,9 @@ def build_image(
     EnvironmentFileError for a bad file and EnvironmentBuildError for a failed build.
     """
     inputs = resolve_build(environment)
-    dockerfile_text = inputs.dockerfile.read_text(encoding="utf-8", errors="replace")
+    dockerfile_text = _read_build_file(inputs.dockerfile, inputs.root).decode(
+        "utf-8", errors="replace"
+    )
     base_ids: dict[str, str | None] = {}
     for ref in base_images(dockerfile_text):
         base_ids[ref] = _image_id(client, ref)

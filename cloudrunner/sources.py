@@ -194,6 +194,9 @@ def _load_file(
     required: bool,
 ) -> LoadedSource:
     file = str(path)
+    # The hooks run in the real directory: the sandbox mounts it at its real path, so a
+    # symlinked config directory would not exist there under its link name.
+    working_dir = Path(os.path.realpath(working_dir))
     signature = file_signature(path)
     try:
         data = read_hooks_bytes(path, root)

@@ -185,6 +185,35 @@ def test_serve_without_a_workspace_follows_a_symlinked_payload_root(
         daemon.stop()
 
 
+def test_team_hooks_given_through_a_symlink_run_in_the_real_directory(
+    tmp_path: Path, docker_tracker: DockerTracker
+) -> None:
+    ws = _checkout(tmp_path / "repo", hooks={"version": 1, "hooks": {}})
+    team = tmp_path / "managed:team"
+    team.mkdir()
+    team.chmod(0o755)
+    (team / "hooks.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "hooks": {
+                    "postToolUse": [
+                        {"command": """jq -n --arg d "$PWD" '{additional_context: $d}'"""}
+                    ]
+                },
+            }
+        )
+    )
+    link = tmp_path / "team-link"
+    link.symlink_to(team)
+    deployment = _adopting(tmp_path, ws, docker_tracker.worker_id, "hook")
+    proc = deployment.run(
+        _tool_event(deployment, str(ws)), flags=[*_flags(deployment, ws), "--team-hooks", str(link)]
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads(proc.stdout) == {"additional_context": str(team)}
+
+
 # --------------------------------------------------------------------------- refused roots
 
 

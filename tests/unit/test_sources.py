@@ -244,3 +244,16 @@ def test_prompt_hooks_are_skipped_in_cloud_and_kept_for_reporting_on_desktop(
     assert any("prompt hooks never run in cloud" in d.message for d in cloud.diagnostics)
     desktop = load_sources(SourceSettings(workspace=repo, profile=Profile.DESKTOP))
     assert len(desktop.source(SourceKind.PROJECT).hooks["stop"]) == 1
+
+
+def test_a_symlinked_config_directory_gives_its_real_path_as_working_directory(
+    tmp_path: Path,
+) -> None:
+    """The sandbox mounts config directories at their real paths, so hooks run there."""
+    real = tmp_path / "managed"
+    write(real / "hooks.json", {"stop": [{"command": "x"}]})
+    link = tmp_path / "team-link"
+    link.symlink_to(real)
+    team = load_sources(SourceSettings(team_path=link)).source(SourceKind.TEAM)
+    assert team.loaded and team.working_dir == real
+    assert team.path == link / "hooks.json"  # the file as configured, for messages

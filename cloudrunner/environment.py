@@ -15,14 +15,17 @@ workspace, through the sandbox, before the first hook (see README.md).
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
 import stat
+import tarfile
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import docker
 import docker.errors
@@ -31,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.images import BUILD_KEY_LABEL
-from cloudrunner.repo_files import RepoFileRefused, read_inside
+from cloudrunner.repo_files import RepoFileRefused, open_inside, read_inside
 
 ENVIRONMENT_FILE = Path(".cursor") / "environment.json"
 IMAGE_REPOSITORY = "cloudrunner/environment"
@@ -272,6 +275,15 @@ def _read_build_file(path: Path, root: Path) -> bytes:
 
 def context_files(inputs: BuildInputs) -> list[str]:
     """The files of the context docker will be sent, as docker-py selects them."""
+    return sorted(
+        rel
+        for rel in _included(inputs)
+        if not (inputs.context / rel).is_dir() or (inputs.context / rel).is_symlink()
+    )
+
+
+def _included(inputs: BuildInputs) -> set[str]:
+    """Every path of the context (files, links, directories) `.dockerignore` lets through."""
     ignore = inputs.context / ".dockerignore"
     patterns: list[str] = []
     if ignore.is_file() or ignore.is_symlink():
@@ -284,11 +296,57 @@ def context_files(inputs: BuildInputs) -> list[str]:
     included: set[str] = docker.utils.build.exclude_paths(
         str(inputs.context), patterns, dockerfile=inputs.dockerfile_in_context
     )
-    return sorted(
-        rel
-        for rel in included
-        if not (inputs.context / rel).is_dir() or (inputs.context / rel).is_symlink()
-    )
+    return included
+
+
+def context_archive(inputs: BuildInputs) -> tuple[IO[bytes], str]:
+    """The build context as a tar the engine is sent (an open temporary file at offset 0)
+    and the Dockerfile's name in it.
+
+    Only what lies inside the repository goes in: a symlink is stored as a link (never
+    followed), and a regular file is read through a descriptor checked to be inside the
+    repository (`repo_files.open_inside`), so a file swapped for a symlink to a file of the
+    worker host after the listing is refused rather than read. A Dockerfile outside the
+    context (but inside the repository) is added under a name of its own.
+    """
+    archive = tempfile.TemporaryFile()  # noqa: SIM115 (returned open; the caller closes it)
+    try:
+        with tarfile.open(fileobj=archive, mode="w") as tar:
+            for rel in sorted(_included(inputs)):
+                _add_to_context(tar, inputs.context / rel, rel, inputs.root)
+            name = inputs.dockerfile_in_context
+            if name is None:
+                data = _read_build_file(inputs.dockerfile, inputs.root)
+                name = f".dockerfile.{hashlib.sha256(data).hexdigest()[:16]}"
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                info.mode = 0o644
+                tar.addfile(info, io.BytesIO(data))
+        archive.seek(0)
+    except BaseException:
+        archive.close()
+        raise
+    return archive, name
+
+
+def _add_to_context(tar: tarfile.TarFile, path: Path, name: str, root: Path) -> None:
+    info = tar.gettarinfo(str(path), arcname=name)  # lstat: links stay links
+    if info is None:  # a socket: docker-py leaves those out too
+        return
+    if not info.isfile():
+        tar.addfile(info)
+        return
+    try:
+        fd = open_inside(path, root)
+    except FileNotFoundError:
+        raise EnvironmentFileError(f"{path} vanished while the build context was read") from None
+    except RepoFileRefused as exc:
+        raise EnvironmentFileError(
+            f"{exc.message}; environment builds may only use files of the repository"
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        info.size = os.fstat(handle.fileno()).st_size
+        tar.addfile(info, handle)
 
 
 _FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", re.I | re.M)
@@ -445,10 +503,12 @@ def _stream(
     tag: str,
     labels: dict[str, str],
 ) -> Iterator[dict[str, Any]]:
+    archive, dockerfile = context_archive(inputs)
     try:
         yield from client.api.build(
-            path=str(inputs.context),
-            dockerfile=inputs.dockerfile_in_context or str(inputs.dockerfile),
+            fileobj=archive,
+            custom_context=True,
+            dockerfile=dockerfile,
             tag=tag,
             labels=labels,
             rm=True,
@@ -462,3 +522,5 @@ def _stream(
             f"building the environment image from {inputs.dockerfile} failed: "
             f"{exc.explanation or exc}; nothing was tagged"
         ) from None
+    finally:
+        archive.close()

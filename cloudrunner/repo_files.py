@@ -43,13 +43,9 @@ def resolves_inside(path: Path, root: Path) -> bool:
     return inside(os.path.realpath(path), os.path.realpath(root))
 
 
-def read_inside(path: Path, root: Path, *, max_bytes: int, limit: str = "") -> bytes:
-    """The bytes of the regular file `path`, which must resolve inside `root`.
-
-    Raises FileNotFoundError when nothing is at `path` (not even a dangling symlink), and
-    `RepoFileRefused` when the file must not or cannot be read. `limit` describes
-    `max_bytes` for the too-large message ("1 MiB").
-    """
+def open_inside(path: Path, root: Path) -> int:
+    """A read-only descriptor of the regular file `path`, which must resolve inside `root`;
+    the caller closes it. Raises as `read_inside` does (a too-large file excepted)."""
     os.lstat(path)  # FileNotFoundError: no file at all
     real = os.path.realpath(path)
     real_root = os.path.realpath(root)
@@ -76,8 +72,24 @@ def read_inside(path: Path, root: Path, *, max_bytes: int, limit: str = "") -> b
         if not stat.S_ISREG(st.st_mode):
             kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
             raise RepoFileRefused("not-regular", f"{path} is {kind}; it must be a regular file")
-        if st.st_size > max_bytes:
-            raise RepoFileRefused("too-large", _too_large(path, st.st_size, max_bytes, limit))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_inside(path: Path, root: Path, *, max_bytes: int, limit: str = "") -> bytes:
+    """The bytes of the regular file `path`, which must resolve inside `root`.
+
+    Raises FileNotFoundError when nothing is at `path` (not even a dangling symlink), and
+    `RepoFileRefused` when the file must not or cannot be read. `limit` describes
+    `max_bytes` for the too-large message ("1 MiB").
+    """
+    fd = open_inside(path, root)
+    try:
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            raise RepoFileRefused("too-large", _too_large(path, size, max_bytes, limit))
         chunks = []
         total = 0
         while total <= max_bytes:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -187,3 +189,81 @@ def test_validate_warns_about_a_hook_script_that_leads_outside(repo: Path, outsi
     assert codes.count("script-outside") == 1
     (note,) = [d for d in report.diagnostics if d.code == "script-outside"]
     assert "guard.sh" in note.message and SECRET not in note.message
+
+
+# ------------------------------------------------------------------ the build context sent
+
+
+def _environment(repo: Path, build: dict[str, str]) -> environment.BuildInputs:
+    (repo / ".cursor" / "environment.json").write_text(json.dumps({"build": build}))
+    env = environment.load_environment(repo)
+    assert env is not None
+    return environment.resolve_build(env)
+
+
+def _members(archive: Any) -> dict[str, tarfile.TarInfo]:
+    with tarfile.open(fileobj=archive) as tar:
+        return {m.name: m for m in tar.getmembers()}
+
+
+def test_the_context_archive_holds_files_and_keeps_links_as_links(
+    repo: Path, outside: Path
+) -> None:
+    cursor = repo / ".cursor"
+    (cursor / "Dockerfile").write_text("FROM scratch\nCOPY . /ctx\n")
+    (cursor / "sub").mkdir()
+    (cursor / "sub" / "tool.sh").write_text("#!/bin/sh\necho tool\n")
+    (cursor / "sub" / "tool.sh").chmod(0o755)
+    (cursor / "host-secret").symlink_to(outside)
+    archive, dockerfile = environment.context_archive(
+        _environment(repo, {"dockerfile": "Dockerfile"})
+    )
+    with archive:
+        raw = archive.read()
+        archive.seek(0)
+        members = _members(archive)
+    assert dockerfile == "Dockerfile"
+    assert members["sub"].isdir()
+    assert members["sub/tool.sh"].isfile() and members["sub/tool.sh"].mode & 0o111
+    link = members["host-secret"]
+    assert link.issym() and link.linkname == str(outside)
+    assert SECRET.encode() not in raw
+
+
+def test_a_dockerfile_outside_the_context_travels_under_its_own_name(repo: Path) -> None:
+    cursor = repo / ".cursor"
+    (cursor / "ctx").mkdir()
+    (cursor / "ctx" / "data").write_text("d")
+    (cursor / "Dockerfile").write_text("FROM scratch\n")
+    inputs = _environment(repo, {"dockerfile": "Dockerfile", "context": "ctx"})
+    archive, dockerfile = environment.context_archive(inputs)
+    with archive, tarfile.open(fileobj=archive) as tar:
+        names = tar.getnames()
+        extracted = tar.extractfile(dockerfile)
+        assert extracted is not None and extracted.read() == b"FROM scratch\n"
+    assert dockerfile.startswith(".dockerfile.") and sorted(names) == sorted(["data", dockerfile])
+
+
+def test_a_context_file_swapped_for_a_symlink_after_the_listing_is_refused(
+    repo: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race: the file was regular when listed, a link to the host when opened."""
+    cursor = repo / ".cursor"
+    (cursor / "Dockerfile").write_text("FROM scratch\n")
+    victim = cursor / "victim"
+    victim.write_text("harmless")
+    real_gettarinfo = tarfile.TarFile.gettarinfo
+
+    def swap_after_stat(
+        self: tarfile.TarFile, name: Any = None, arcname: Any = None, fileobj: Any = None
+    ) -> Any:
+        info = real_gettarinfo(self, name, arcname, fileobj)
+        if name == str(victim):
+            victim.unlink()
+            victim.symlink_to(outside)
+        return info
+
+    monkeypatch.setattr(tarfile.TarFile, "gettarinfo", swap_after_stat)
+    with pytest.raises(environment.EnvironmentFileError) as caught:
+        environment.context_archive(_environment(repo, {"dockerfile": "Dockerfile"}))
+    assert "victim" in caught.value.message and SECRET not in caught.value.message

@@ -321,7 +321,7 @@ class Worker(ClosesOnExit):
         if cfg.path is not None and not cfg.path.is_absolute():
             raise workspace.WorkspaceError(
                 f"the workspace path {str(cfg.path)!r} (--workspace, workspace.path) is "
-                "relative; give an absolute path"
+                f'relative; give an absolute path (for example --workspace "$PWD/{cfg.path}")'
             )
         if cfg.repo:
             dest = (

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cloudrunner.sandbox import hardening
 from cloudrunner.sandbox.limits import MIB, SandboxLimits
@@ -240,3 +242,28 @@ def test_paths_reach_the_engine_as_they_are_and_attest_exactly(path: str) -> Non
     if ":" in path:
         with pytest.raises(hardening.HardeningNotInForce, match="is not in force"):
             hardening.attest(doc, IMAGE, plan)
+
+
+@given(
+    st.lists(
+        st.text(
+            st.characters(blacklist_categories=("Cs",), blacklist_characters="/\0"),
+            min_size=1,
+            max_size=12,
+        ).filter(lambda part: part not in (".", "..")),
+        min_size=1,
+        max_size=4,
+    ),
+    st.booleans(),
+)
+def test_any_path_is_passed_and_attested_unchanged(parts: list[str], read_only: bool) -> None:
+    path = "/" + "/".join(parts)
+    plan = dataclasses.replace(make_plan(), mounts=(Mount(path, path, read_only),))
+    (mount,) = hardening.host_config_kwargs(plan)["mounts"]
+    assert (mount["Source"], mount["Target"], mount["ReadOnly"]) == (path, path, read_only)
+    doc = inspected(plan)
+    doc["Mounts"] = [{"Type": "bind", "Source": path, "Destination": path, "RW": not read_only}]
+    mode = "ro" if read_only else "rw"
+    assert hardening.attest(doc, IMAGE, plan)["mounts"] == [
+        {"source": path, "target": path, "mode": mode}
+    ]

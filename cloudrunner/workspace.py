@@ -703,7 +703,8 @@ def resolve_root(path: Path) -> Path:
         raise WorkspaceError(f"workspace {text!r} is not a usable path ({exc})") from None
     if not is_dir:
         raise WorkspaceError(
-            f"workspace {path} does not exist or is not a directory; check --workspace"
+            f"workspace {path} does not exist or is not a directory; give the directory of "
+            "a checkout"
         )
     if ".git" in root.parts:
         shown = str(path) if str(path) == str(root) else f"{path} (really {root})"

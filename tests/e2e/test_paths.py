@@ -458,3 +458,129 @@ def test_a_starting_worker_reaps_its_own_crashed_sandboxes_never_another_workers
     assert {r["container_id"] for r in reaped} == {cid[:12] for cid in left}
     assert all(r["owner"] == a.worker_id for r in reaped)
     assert verify_log(a.audit_log).ok and verify_log(b.audit_log).ok
+
+
+# --------------------------------------------------------------------------- run and serve+hook
+
+
+class Asker:
+    """Sends an event the way the test's parameter says: `cloudrunner run`, or
+    `cloudrunner hook` to a `cloudrunner serve` started with the same flags."""
+
+    def __init__(self, via: str, deployment: Deployment, flags: list[str]) -> None:
+        self.via = via
+        self.deployment = deployment
+        self.flags = flags
+        self.daemon: DaemonProcess | None = None
+
+    def __call__(self, event: dict[str, Any], *args: str) -> subprocess.CompletedProcess[bytes]:
+        if self.via == "run":
+            return self.deployment.run(event, flags=self.flags)
+        if self.daemon is None:
+            self.daemon = daemon_process(
+                self.flags, state=self.deployment.state, worker_id=self.deployment.worker_id,
+                env=self.deployment.extra_env,
+            ).start()  # fmt: skip
+        return run_client(
+            ["hook", event["hook_event_name"], *args],
+            event,
+            env={"CLOUDRUNNER_SOCKET": str(self.daemon.socket_path)},
+        )
+
+    def close(self) -> None:
+        if self.daemon is not None:
+            self.daemon.stop()
+
+
+@pytest.fixture(params=["run", "serve"])
+def asking(request: pytest.FixtureRequest) -> Iterator[Any]:
+    made: list[Asker] = []
+
+    def make(deployment: Deployment, flags: list[str]) -> Asker:
+        made.append(Asker(str(request.param), deployment, flags))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for asker in made:
+            asker.close()
+
+
+def _one_line(proc: subprocess.CompletedProcess[bytes]) -> str:
+    text = proc.stderr.decode()
+    assert "Traceback" not in text
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("root", "says"),
+    [
+        ("relative/repo", "relative path"),
+        ("{repo}/.git", ".git directory or inside one"),
+        ("{repo}/.git/objects", ".git directory or inside one"),
+        ("{repo}/README", "not a directory"),
+        ("{repo}/missing", "does not exist"),
+    ],
+)
+def test_an_unusable_root_is_refused_by_run_and_by_the_daemon(
+    tmp_path: Path, docker_tracker: DockerTracker, asking: Any, root: str, says: str
+) -> None:
+    repo = _checkout(tmp_path / "repo")
+    deployment = _adopting(tmp_path, None, docker_tracker.worker_id, "hook")
+    ask: Asker = asking(deployment, _flags(deployment, None))
+    event = {
+        **deployment.event(
+            "beforeShellExecution", command="rm -rf /", cwd=str(repo), sandbox=False
+        ),
+        "workspace_roots": [root.format(repo=repo)],
+    }
+    proc = ask(event, "--fail-closed")
+    line = _one_line(proc)
+    assert says in line
+    if ask.via == "run":
+        assert proc.returncode == 2 and proc.stdout == b""
+    else:
+        # the daemon refused it (422 workspace-unavailable); the client applies its policy
+        assert proc.returncode == 0 and "refused the event" in line and "fail-closed" in line
+        assert json.loads(proc.stdout)["permission"] == "deny"
+    ask.close()
+    kinds = [r["kind"] for r in deployment.records()]
+    assert kinds == ["refused"]
+    assert says in deployment.records()[0]["reason"]
+    assert not list(repo.rglob("written-by-hook"))
+    assert _no_sandbox_was_made(docker_tracker)
+
+
+@pytest.mark.usefixtures("no_environment_images")
+def test_files_leading_outside_are_never_quoted_by_run_or_the_daemon(
+    tmp_path: Path, docker_tracker: DockerTracker, outside_file: Path, asking: Any
+) -> None:
+    """environment.json and a hook script lead outside; the failClosed project hook blocks
+    naming the refusal, and nothing of the outside file reaches any output or record."""
+    hooks = {
+        "version": 1,
+        "hooks": {
+            "beforeShellExecution": [{"command": ".cursor/hooks/where.sh", "failClosed": True}]
+        },
+    }
+    repo = tmp_path / "repo"
+    (repo / ".cursor").mkdir(parents=True)
+    (repo / ".cursor" / "environment.json").symlink_to(outside_file)
+    _checkout_in_place(repo, hooks)
+    deployment = _adopting(tmp_path, repo, docker_tracker.worker_id, "hook")
+    deployment.extra_env["CLOUDRUNNER_USE_ENVIRONMENT_JSON"] = "true"
+    ask: Asker = asking(deployment, _flags(deployment, repo))
+    event = {**deployment.event("beforeShellExecution", command="ls", cwd=str(repo), sandbox=False),
+             "workspace_roots": [str(repo)]}  # fmt: skip
+    proc = ask(event)
+    assert proc.returncode == 0, proc.stderr.decode()
+    answer = json.loads(proc.stdout)
+    assert answer["permission"] == "deny" and "outside" in answer["agent_message"]
+    ask.close()
+    assert SECRET not in _everything_written(deployment, proc)
+    (hook,) = [r for r in deployment.records() if r["kind"] == "hook"]
+    assert hook["outcome"] == "sandbox_error"
+    assert _no_sandbox_was_made(docker_tracker)

@@ -302,6 +302,10 @@ class Worker(ClosesOnExit):
         key = "" if cfg.repo or cfg.path is not None else json.dumps(roots, default=str)
         found = self._workspaces.get(key)
         if found is not None:
+            try:
+                workspace.check_unchanged(found.root)
+            except CloudrunnerError as exc:
+                self._refuse(ids["event"], document, exc.message, "workspace-unavailable")
             return found
         try:
             ws = self._checkout(document)

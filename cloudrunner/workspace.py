@@ -715,6 +715,27 @@ def resolve_root(path: Path) -> Path:
     return root
 
 
+def check_unchanged(root: Path) -> None:
+    """Refuse (WorkspaceError) a resolved workspace root that is no longer a directory at
+    its own real path: a long-lived worker resolves a workspace once, and a checkout
+    swapped for a symlink since would otherwise send hooks (and the gate's probe, and the
+    project hooks file) to wherever the link leads now."""
+    try:
+        real = os.path.realpath(root)
+        is_dir = os.path.isdir(real)
+    except (OSError, ValueError) as exc:
+        raise WorkspaceError(f"workspace {root} is not usable any more ({exc})") from None
+    if real != str(root):
+        raise WorkspaceError(
+            f"workspace {root} changed into a symlink (to {real}) since it was resolved; "
+            "it is refused: adopt the checkout again under its real path"
+        )
+    if not is_dir:
+        raise WorkspaceError(
+            f"workspace {root} does not exist any more or is not a directory; restore the checkout"
+        )
+
+
 # --------------------------------------------------------------------------- HEAD, cheaply
 
 _SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")

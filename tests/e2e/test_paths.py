@@ -214,6 +214,40 @@ def test_team_hooks_given_through_a_symlink_run_in_the_real_directory(
     assert json.loads(proc.stdout) == {"additional_context": str(team)}
 
 
+def test_a_daemons_workspace_swapped_for_a_symlink_is_refused_not_followed(
+    tmp_path: Path, docker_tracker: DockerTracker
+) -> None:
+    """The daemon resolved the workspace once; the agent then renames the checkout away and
+    puts a symlink to another user's directory in its place. Following it would mount that
+    directory read-write for hooks running as its owner (and probe, and read its hooks)."""
+    ws = _checkout(tmp_path / "repo")
+    victim = tmp_path / "victim-home"
+    victim.mkdir()
+    (victim / ".profile").write_text("victim's\n")
+    if os.geteuid() == 0:
+        os.chown(victim, 2000, 2000)
+        os.chown(victim / ".profile", 2000, 2000)
+    deployment = _adopting(tmp_path, ws, docker_tracker.worker_id, "hook")
+    daemon = daemon_process(
+        _flags(deployment, ws), state=deployment.state, worker_id=deployment.worker_id
+    ).start()
+    try:
+        first = daemon.event("postToolUse", _tool_event(deployment, str(ws)))
+        assert first.status == 200, first.body
+        ws.rename(tmp_path / "repo-moved-away")
+        ws.symlink_to(victim)
+        second = daemon.event("postToolUse", _tool_event(deployment, str(ws)))
+        assert second.status == 422, second.body
+        error = json.loads(second.body)["error"]
+        assert error["code"] == "workspace-unavailable"
+        assert "changed into a symlink" in error["message"]
+    finally:
+        daemon.stop()
+    assert sorted(p.name for p in victim.iterdir()) == [".profile"]
+    assert (victim / ".profile").read_text() == "victim's\n"
+    assert [r["kind"] for r in deployment.records()][-1] == "refused"
+
+
 # --------------------------------------------------------------------------- refused roots
 
 

@@ -96,3 +96,18 @@ def test_a_clone_reached_through_a_symlink_records_the_real_root(
     (tmp_path / "via").symlink_to(real)
     cloned = ws.clone(str(checkout), tmp_path / "via" / "dest")
     assert cloned.root == real / "dest"
+
+
+def test_a_resolved_root_swapped_for_a_symlink_is_refused(checkout: Path, tmp_path: Path) -> None:
+    adopted = ws.adopt(checkout)
+    ws.check_unchanged(adopted.root)  # as adopted: fine
+    other = tmp_path / "someone-elses"
+    other.mkdir()
+    checkout.rename(tmp_path / "moved-away")
+    checkout.symlink_to(other)
+    with pytest.raises(ws.WorkspaceError, match="changed into a symlink") as caught:
+        ws.check_unchanged(adopted.root)
+    assert str(other) in caught.value.message
+    checkout.unlink()
+    with pytest.raises(ws.WorkspaceError, match="does not exist any more"):
+        ws.check_unchanged(adopted.root)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner.sandbox import ExecRequest
+from cloudrunner.sandbox import ExecRequest, SandboxLabels, SandboxProfile, SandboxSpec
 from cloudrunner.sandbox.base import SandboxConfigError
 from cloudrunner.sandbox.plan import Mount, data_mounts
 from tests.integration.sandbox.conftest import WORKSPACE_UID, SandboxFactory
@@ -66,15 +66,21 @@ def test_a_config_directory_with_a_colon_is_mounted_read_only_at_its_path(
     assert {"source": str(team), "target": str(team), "mode": "ro"} in result.attestation["mounts"]
 
 
-def test_a_workspace_reached_through_a_symlink_is_mounted_at_its_real_path(
-    tmp_path: Path, workspace: Path
+def test_a_workspace_given_through_a_symlink_is_refused_not_followed(
+    make_sandbox: SandboxFactory, tmp_path: Path, workspace: Path
 ) -> None:
-    from cloudrunner.sandbox import SandboxLabels, SandboxProfile, SandboxSpec
-
+    """The engine follows a link in a mount source to wherever it leads at that moment;
+    the sandbox mounts only a resolved directory (the worker resolves it once)."""
     link = tmp_path / "link"
     link.symlink_to(workspace)
-    spec = SandboxSpec(link, SandboxLabels("w", "s", "project"), SandboxProfile())
-    assert data_mounts(spec)[0] == Mount(str(workspace), str(workspace), False)
+    with pytest.raises(SandboxConfigError, match="not its own real path"):
+        make_sandbox("hook", workspace_path=link)
+    with pytest.raises(SandboxConfigError, match="not its own real path"):
+        make_sandbox("session", config_dirs=(link,))
+    spec_mounts = data_mounts(
+        SandboxSpec(workspace, SandboxLabels("w", "s", "project"), SandboxProfile())
+    )
+    assert spec_mounts[0] == Mount(str(workspace), str(workspace), False)
 
 
 def test_a_missing_workspace_is_refused_before_the_engine_invents_it(

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cloudrunner import workspace as ws
 from tests.support.git_repos import git
@@ -111,3 +113,31 @@ def test_a_resolved_root_swapped_for_a_symlink_is_refused(checkout: Path, tmp_pa
     checkout.unlink()
     with pytest.raises(ws.WorkspaceError, match="does not exist any more"):
         ws.check_unchanged(adopted.root)
+
+
+_NAME = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="/\0"), min_size=1, max_size=10
+).filter(lambda name: name not in (".", ".."))
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_NAME, min_size=1, max_size=3), st.booleans())
+def test_any_directory_name_resolves_to_itself_and_relative_never_does(
+    tmp_path: Path, names: list[str], through_link: bool
+) -> None:
+    real = tmp_path.joinpath("real", *names)
+    real.mkdir(parents=True, exist_ok=True)
+    given_path = real
+    if through_link:
+        link = tmp_path / "links" / str(abs(hash(tuple(names))))
+        link.parent.mkdir(exist_ok=True)
+        if not link.is_symlink():
+            link.symlink_to(real)
+        given_path = link
+    if ".git" in names:
+        with pytest.raises(ws.WorkspaceError, match=r"\.git"):
+            ws.resolve_root(given_path)
+        return
+    assert ws.resolve_root(given_path) == real
+    with pytest.raises(ws.WorkspaceError, match="relative"):
+        ws.resolve_root(Path(*names))

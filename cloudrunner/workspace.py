@@ -30,6 +30,7 @@ import git
 import git.exc
 
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.repo_files import RepoFileRefused, read_inside
 
 SourceKind = Literal["https", "http", "ssh", "file", "local"]
 RefKind = Literal["default", "branch", "tag", "ref", "commit", "adopted"]
@@ -744,7 +745,8 @@ _SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 def head_commit(ws: Workspace) -> str:
     """The commit checked out in `ws` now, read from the git directory's files (no process:
     a daemon asks on every event). Anything unusual (a `.git` file, a symbolic ref to
-    nowhere) answers the commit known from the checkout or adoption."""
+    nowhere, a file that leads outside the repository) answers the commit known from the
+    checkout or adoption."""
     for directory in (ws.root, *ws.root.parents):
         git_dir = directory / ".git"
         if git_dir.is_dir():
@@ -753,23 +755,36 @@ def head_commit(ws: Workspace) -> str:
             return ws.commit
     else:
         return ws.commit
-    try:
-        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
-        if _SHA.fullmatch(head):
-            return head
-        if not head.startswith("ref: "):
-            return ws.commit
-        ref = head[len("ref: ") :]
-        loose = git_dir / ref
-        if loose.is_file():
-            value = loose.read_text(encoding="utf-8").strip()
-            return value if _SHA.fullmatch(value) else ws.commit
-        packed = git_dir / "packed-refs"
-        if packed.is_file():
-            for line in packed.read_text(encoding="utf-8").splitlines():
-                sha, _, name = line.partition(" ")
-                if name == ref and _SHA.fullmatch(sha):
-                    return sha
-    except (OSError, UnicodeDecodeError):
-        pass
+    # Read only what resolves inside the repository: a ref symlinked (or named with "..")
+    # to a file elsewhere must not put that file's content in the records as a commit.
+    head = _git_file(git_dir / "HEAD", directory)
+    if head is None:
+        return ws.commit
+    if _SHA.fullmatch(head):
+        return head
+    if not head.startswith("ref: "):
+        return ws.commit
+    ref = head[len("ref: ") :]
+    loose = git_dir / ref
+    if loose.is_file():
+        value = _git_file(loose, directory)
+        return value if value is not None and _SHA.fullmatch(value) else ws.commit
+    packed = _git_file(git_dir / "packed-refs", directory, _MAX_PACKED_REFS)
+    for line in (packed or "").splitlines():
+        sha, _, name = line.partition(" ")
+        if name == ref and _SHA.fullmatch(sha):
+            return sha
     return ws.commit
+
+
+#: a packed-refs file larger than this is not read (the known commit is answered)
+_MAX_PACKED_REFS = 64 * 1024 * 1024
+
+
+def _git_file(path: Path, repository: Path, max_bytes: int = 4096) -> str | None:
+    """The stripped text of a small file of the git directory, or None when it is absent,
+    leads outside `repository`, is too large or is not UTF-8."""
+    try:
+        return read_inside(path, repository, max_bytes=max_bytes).decode("utf-8").strip()
+    except (OSError, RepoFileRefused, UnicodeDecodeError):
+        return None

@@ -141,3 +141,30 @@ def test_any_directory_name_resolves_to_itself_and_relative_never_does(
     assert ws.resolve_root(given_path) == real
     with pytest.raises(ws.WorkspaceError, match="relative"):
         ws.resolve_root(Path(*names))
+
+
+def test_head_commit_follows_the_checkout(checkout: Path) -> None:
+    adopted = ws.adopt(checkout)
+    (checkout / "g").write_text("y\n")
+    git(checkout, "add", "-A")
+    git(checkout, "commit", "-q", "-m", "two")
+    assert ws.head_commit(adopted) == git(checkout, "rev-parse", "HEAD") != adopted.commit
+    git(checkout, "pack-refs", "--all")
+    assert ws.head_commit(adopted) == git(checkout, "rev-parse", "HEAD")
+
+
+@pytest.mark.parametrize("how", ["symlinked ref", "dot-dot ref"])
+def test_head_commit_never_reads_a_ref_outside_the_repository(
+    checkout: Path, tmp_path: Path, how: str
+) -> None:
+    """A 40-hex secret in a host file must not become the recorded commit."""
+    adopted = ws.adopt(checkout)
+    secret = tmp_path / "api-key"
+    secret.write_text("f" * 40 + "\n")
+    if how == "symlinked ref":
+        ref = checkout / ".git" / "refs" / "heads" / "main"
+        ref.unlink()
+        ref.symlink_to(secret)
+    else:
+        (checkout / ".git" / "HEAD").write_text(f"ref: ../../{secret.name}\n")
+    assert ws.head_commit(adopted) == adopted.commit

@@ -15,14 +15,17 @@ workspace, through the sandbox, before the first hook (see README.md).
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
 import stat
+import tarfile
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import docker
 import docker.errors
@@ -31,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.images import BUILD_KEY_LABEL
+from cloudrunner.repo_files import RepoFileRefused, open_inside, read_inside
 
 ENVIRONMENT_FILE = Path(".cursor") / "environment.json"
 IMAGE_REPOSITORY = "cloudrunner/environment"
@@ -39,6 +43,9 @@ KIND_VALUE = "environment"
 SOURCE_LABEL = "cloudrunner.environment.file"
 # Bumped whenever what goes into the key changes, so old images are not mistaken for new.
 RECIPE = "environment-image-v1"
+MAX_ENVIRONMENT_FILE_BYTES = 1024 * 1024
+#: a .dockerignore or Dockerfile larger than this is not a real one
+MAX_BUILD_FILE_BYTES = 4 * 1024 * 1024
 
 Progress = Callable[[str], None]
 
@@ -105,14 +112,26 @@ class ProjectEnvironment:
 
 
 def load_environment(workspace_root: Path) -> ProjectEnvironment | None:
-    """The workspace's `.cursor/environment.json`, or None when it has none."""
+    """The workspace's `.cursor/environment.json`, or None when it has none.
+
+    The file must resolve inside the workspace (see `repo_files`): one that leads outside
+    is refused without a byte of it being read, so nothing of it reaches a message.
+    """
     path = workspace_root / ENVIRONMENT_FILE
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        raw = read_inside(path, workspace_root, max_bytes=MAX_ENVIRONMENT_FILE_BYTES, limit="1 MiB")
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EnvironmentFileError(f"cannot read {path}: {exc}") from None
+    except RepoFileRefused as exc:
+        raise EnvironmentFileError(
+            f"{exc.message}; the repository's environment is not used"
+        ) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise EnvironmentFileError(
+            f"{path} is not UTF-8 text (byte {exc.start}); fix the file or remove it"
+        ) from None
     config, warnings = parse_environment(text, path=path)
     return ProjectEnvironment(path, workspace_root, config, tuple(warnings))
 
@@ -196,6 +215,8 @@ class BuildInputs:
 
     context: Path
     dockerfile: Path
+    #: the repository (resolved) both must lie in
+    root: Path
 
     @property
     def dockerfile_in_context(self) -> str | None:
@@ -227,7 +248,7 @@ def resolve_build(environment: ProjectEnvironment) -> BuildInputs:
         raise EnvironmentFileError(
             f"{environment.path}: /build/dockerfile: {dockerfile} does not exist"
         )
-    return BuildInputs(context, dockerfile)
+    return BuildInputs(context, dockerfile, root)
 
 
 def _inside(root: Path, candidate: Path, source: Path, pointer: str) -> Path:
@@ -240,24 +261,92 @@ def _inside(root: Path, candidate: Path, source: Path, pointer: str) -> Path:
     return resolved
 
 
+def _read_build_file(path: Path, root: Path) -> bytes:
+    """A Dockerfile or .dockerignore of the build, read only when it is inside `root`."""
+    try:
+        return read_inside(path, root, max_bytes=MAX_BUILD_FILE_BYTES, limit="4 MiB")
+    except FileNotFoundError:
+        raise EnvironmentFileError(f"{path} does not exist") from None
+    except RepoFileRefused as exc:
+        raise EnvironmentFileError(
+            f"{exc.message}; environment builds may only use files of the repository"
+        ) from None
+
+
 def context_files(inputs: BuildInputs) -> list[str]:
     """The files of the context docker will be sent, as docker-py selects them."""
+    return sorted(
+        rel
+        for rel in _included(inputs)
+        if not (inputs.context / rel).is_dir() or (inputs.context / rel).is_symlink()
+    )
+
+
+def _included(inputs: BuildInputs) -> set[str]:
+    """Every path of the context (files, links, directories) `.dockerignore` lets through."""
     ignore = inputs.context / ".dockerignore"
     patterns: list[str] = []
-    if ignore.is_file():
+    if ignore.is_file() or ignore.is_symlink():
+        text = _read_build_file(ignore, inputs.root).decode("utf-8", errors="replace")
         patterns = [
             line.strip()
-            for line in ignore.read_text(encoding="utf-8", errors="replace").splitlines()
+            for line in text.splitlines()
             if line.strip() and not line.strip().startswith("#")
         ]
     included: set[str] = docker.utils.build.exclude_paths(
         str(inputs.context), patterns, dockerfile=inputs.dockerfile_in_context
     )
-    return sorted(
-        rel
-        for rel in included
-        if not (inputs.context / rel).is_dir() or (inputs.context / rel).is_symlink()
-    )
+    return included
+
+
+def context_archive(inputs: BuildInputs) -> tuple[IO[bytes], str]:
+    """The build context as a tar the engine is sent (an open temporary file at offset 0)
+    and the Dockerfile's name in it.
+
+    Only what lies inside the repository goes in: a symlink is stored as a link (never
+    followed), and a regular file is read through a descriptor checked to be inside the
+    repository (`repo_files.open_inside`), so a file swapped for a symlink to a file of the
+    worker host after the listing is refused rather than read. A Dockerfile outside the
+    context (but inside the repository) is added under a name of its own.
+    """
+    archive = tempfile.TemporaryFile()  # noqa: SIM115 (returned open; the caller closes it)
+    try:
+        with tarfile.open(fileobj=archive, mode="w") as tar:
+            for rel in sorted(_included(inputs)):
+                _add_to_context(tar, inputs.context / rel, rel, inputs.root)
+            name = inputs.dockerfile_in_context
+            if name is None:
+                data = _read_build_file(inputs.dockerfile, inputs.root)
+                name = f".dockerfile.{hashlib.sha256(data).hexdigest()[:16]}"
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                info.mode = 0o644
+                tar.addfile(info, io.BytesIO(data))
+        archive.seek(0)
+    except BaseException:
+        archive.close()
+        raise
+    return archive, name
+
+
+def _add_to_context(tar: tarfile.TarFile, path: Path, name: str, root: Path) -> None:
+    info = tar.gettarinfo(str(path), arcname=name)  # lstat: links stay links
+    if info is None:  # a socket: docker-py leaves those out too
+        return
+    if not info.isfile():
+        tar.addfile(info)
+        return
+    try:
+        fd = open_inside(path, root)
+    except FileNotFoundError:
+        raise EnvironmentFileError(f"{path} vanished while the build context was read") from None
+    except RepoFileRefused as exc:
+        raise EnvironmentFileError(
+            f"{exc.message}; environment builds may only use files of the repository"
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        info.size = os.fstat(handle.fileno()).st_size
+        tar.addfile(info, handle)
 
 
 _FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", re.I | re.M)
@@ -286,7 +375,8 @@ def build_key(inputs: BuildInputs, base_ids: Mapping[str, str | None]) -> str:
             digest.update(len(data).to_bytes(8, "big"))
             digest.update(data)
 
-    feed(RECIPE, inputs.dockerfile.read_bytes(), inputs.dockerfile_in_context or "<outside>")
+    dockerfile = _read_build_file(inputs.dockerfile, inputs.root)
+    feed(RECIPE, dockerfile, inputs.dockerfile_in_context or "<outside>")
     for ref in sorted(base_ids):
         feed("base", ref, base_ids[ref] or "<absent>")
     for rel in context_files(inputs):
@@ -335,7 +425,9 @@ def build_image(
     EnvironmentFileError for a bad file and EnvironmentBuildError for a failed build.
     """
     inputs = resolve_build(environment)
-    dockerfile_text = inputs.dockerfile.read_text(encoding="utf-8", errors="replace")
+    dockerfile_text = _read_build_file(inputs.dockerfile, inputs.root).decode(
+        "utf-8", errors="replace"
+    )
     base_ids: dict[str, str | None] = {}
     for ref in base_images(dockerfile_text):
         base_ids[ref] = _image_id(client, ref)
@@ -411,10 +503,12 @@ def _stream(
     tag: str,
     labels: dict[str, str],
 ) -> Iterator[dict[str, Any]]:
+    archive, dockerfile = context_archive(inputs)
     try:
         yield from client.api.build(
-            path=str(inputs.context),
-            dockerfile=inputs.dockerfile_in_context or str(inputs.dockerfile),
+            fileobj=archive,
+            custom_context=True,
+            dockerfile=dockerfile,
             tag=tag,
             labels=labels,
             rm=True,
@@ -428,3 +522,5 @@ def _stream(
             f"building the environment image from {inputs.dockerfile} failed: "
             f"{exc.explanation or exc}; nothing was tagged"
         ) from None
+    finally:
+        archive.close()

@@ -14,11 +14,9 @@ file must not become a way to read (or hang on) something else on the worker's h
 
 from __future__ import annotations
 
-import errno
 import functools
 import hashlib
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -28,6 +26,7 @@ from cloudrunner.protocol.config import HookEntry, HooksFile, ParseResult, parse
 from cloudrunner.protocol.diagnostics import Diagnostic, error, info
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.profiles import Profile, SourceKind
+from cloudrunner.repo_files import RepoFileRefused, read_inside
 
 DEFAULT_ENTERPRISE_PATH = Path("/etc/cursor/hooks.json")
 MAX_HOOKS_FILE_BYTES = 1024 * 1024
@@ -102,10 +101,6 @@ class HooksFileRefused(Exception):
         self.message = message
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def file_signature(path: Path) -> tuple[int, ...] | None:
     """The identity of a file and of the symlink naming it, or None when it does not exist."""
     try:
@@ -125,65 +120,18 @@ def file_signature(path: Path) -> tuple[int, ...] | None:
 
 
 def read_hooks_bytes(path: Path, root: Path) -> bytes:
-    """Read a hooks file that must resolve inside `root`.
+    """Read a hooks file that must resolve inside `root` (see `repo_files.read_inside`).
 
     Raises FileNotFoundError when there is no file, `HooksFileRefused` when it must not or
     cannot be read.
     """
-    os.lstat(path)  # FileNotFoundError: no file at all
-    real = os.path.realpath(path)
-    real_root = os.path.realpath(root)
-    if not _inside(real, real_root):
-        raise HooksFileRefused(
-            "symlink-escape",
-            f"{path} resolves to {real}, outside {root}; a hooks file must live inside its "
-            "source's directory (replace the symlink with the file itself)",
-        )
     try:
-        # O_NONBLOCK: opening a FIFO must not hang the worker; the fstat below refuses it.
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise HooksFileRefused(
-            "dangling-symlink", f"{path} is a symlink to {real}, which does not exist"
-        ) from None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise HooksFileRefused(
-                "symlink-escape",
-                f"{path} changed into a symlink while being read",
-            ) from None
-        raise HooksFileRefused("unreadable", f"cannot open {path}: {exc.strerror}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise HooksFileRefused(
-                "not-regular", f"{path} is {kind}; a hooks file must be a regular file"
-            )
-        if st.st_size > MAX_HOOKS_FILE_BYTES:
-            raise HooksFileRefused("too-large", _too_large(path, st.st_size))
-        chunks = []
-        total = 0
-        while total <= MAX_HOOKS_FILE_BYTES:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > MAX_HOOKS_FILE_BYTES:  # grew while being read
-            raise HooksFileRefused("too-large", _too_large(path, total))
-        return b"".join(chunks)
-    except OSError as exc:
-        raise HooksFileRefused("unreadable", f"cannot read {path}: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-
-
-def _too_large(path: Path, size: int) -> str:
-    return (
-        f"{path} is {size} bytes, over the {MAX_HOOKS_FILE_BYTES} byte (1 MiB) limit for "
-        "hooks files"
-    )
+        return read_inside(path, root, max_bytes=MAX_HOOKS_FILE_BYTES, limit="1 MiB")
+    except RepoFileRefused as exc:
+        message = exc.message
+        if exc.code == "too-large":
+            message += " for hooks files"
+        raise HooksFileRefused(exc.code, message) from None
 
 
 def skip_reason(kind: SourceKind, entry: HookEntry, profile: Profile) -> str | None:
@@ -250,6 +198,9 @@ def _load_file(
     required: bool,
 ) -> LoadedSource:
     file = str(path)
+    # The hooks run in the real directory: the sandbox mounts it at its real path, so a
+    # symlinked config directory would not exist there under its link name.
+    working_dir = Path(os.path.realpath(working_dir))
     signature = file_signature(path)
     try:
         data = read_hooks_bytes(path, root)

@@ -27,6 +27,7 @@ from cloudrunner.protocol.diagnostics import Diagnostic, Severity, error, info, 
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.jsonpos import PositionIndex
 from cloudrunner.protocol.profiles import Profile, SourceKind
+from cloudrunner.repo_files import resolves_inside
 from cloudrunner.settings import Settings, load_settings
 from cloudrunner.sources import HOOKS_FILE_NAME, HooksFileRefused, read_hooks_bytes, skip_reason
 
@@ -157,6 +158,17 @@ def _script_warnings(entry: HookEntry, repository: Path, file: str) -> list[Diag
         if not _RELATIVE_SCRIPT.match(word) or "://" in word:
             continue
         if (repository / word).exists():
+            if not resolves_inside(repository / word, repository):
+                out.append(
+                    warning(
+                        "script-outside",
+                        f"{word} is a symlink that leads outside the repository {repository}; "
+                        "only the repository is mounted in the sandbox, so the hook will not "
+                        "find it there (replace the symlink with the file itself)",
+                        file=file,
+                        pointer=f"{entry.pointer}/command",
+                    )
+                )
             continue
         hint = ""
         if (repository / ".cursor" / word).exists():

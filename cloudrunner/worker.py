@@ -454,6 +454,10 @@ class Worker(ClosesOnExit):
         key = "" if cfg.repo or cfg.path is not None else json.dumps(roots, default=str)
         found = self._workspaces.get(key)
         if found is not None:
+            try:
+                workspace.check_unchanged(found.root)
+            except CloudrunnerError as exc:
+                self._refuse(ids["event"], document, exc.message, "workspace-unavailable")
             return found
         try:
             ws = self._checkout(document)
@@ -470,6 +474,11 @@ class Worker(ClosesOnExit):
     def _checkout(self, document: Mapping[str, Any]) -> workspace.Workspace:
         cfg = self.settings.workspace
         trust = self.settings.sources.trust_project_hooks
+        if cfg.path is not None and not cfg.path.is_absolute():
+            raise workspace.WorkspaceError(
+                f"the workspace path {str(cfg.path)!r} (--workspace, workspace.path) is "
+                f'relative; give an absolute path (for example --workspace "$PWD/{cfg.path}")'
+            )
         if cfg.repo:
             dest = (
                 cfg.path
@@ -500,6 +509,11 @@ class Worker(ClosesOnExit):
             return workspace.adopt(cfg.path, trust_project_hooks=trust)
         roots = document.get("workspace_roots")
         if isinstance(roots, list) and roots and isinstance(roots[0], str) and roots[0]:
+            if not Path(roots[0]).is_absolute():
+                raise workspace.WorkspaceError(
+                    f"the payload's workspace_roots[0] {roots[0]!r} is a relative path; "
+                    "the agent must send the workspace's absolute path"
+                )
             return workspace.adopt(Path(roots[0]), trust_project_hooks=trust)
         raise workspace.WorkspaceError(
             "no workspace: give --workspace DIR, --repo URL, or workspace_roots in the payload"

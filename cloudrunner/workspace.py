@@ -30,6 +30,7 @@ import git
 import git.exc
 
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.repo_files import RepoFileRefused, read_inside
 
 SourceKind = Literal["https", "http", "ssh", "file", "local"]
 RefKind = Literal["default", "branch", "tag", "ref", "commit", "adopted"]
@@ -436,7 +437,7 @@ def _clone_into(
     commit = runner.run("rev-parse", "--verify", "HEAD^{commit}").strip()
     is_shallow = runner.run("rev-parse", "--is-shallow-repository").strip() == "true"
     return Workspace(
-        root=dest,
+        root=Path(os.path.realpath(dest)),
         commit=commit,
         origin=source.url,
         ref=ref,
@@ -624,20 +625,29 @@ def adopt(path: Path, *, trust_project_hooks: bool = True) -> Workspace:
     the commit is the enclosing repository's HEAD. Only `git rev-parse` runs in the
     checkout: commands such as `git status` honour settings in the checkout's own
     `.git/config` (core.fsmonitor) that could run programs on the worker host.
+
+    The root is `path` resolved once (symlinks followed, see `resolve_root`); a relative
+    path, a path that is not a directory and a git directory (`.git`, anything inside
+    one, a bare repository) are refused.
     """
-    root = path.absolute()
-    if not root.is_dir():
-        raise WorkspaceError(
-            f"workspace {root} does not exist or is not a directory; check --workspace"
-        )
+    root = resolve_root(path)
     # The checkout may belong to another user (a cloud agent's); git refuses such a
     # repository unless it is named safe, and rev-parse runs nothing from its config.
     env = {"GIT_TERMINAL_PROMPT": "0"}
     env.update(_config_env(os.environ, [("safe.directory", "*")]))
     runner = git.Git(str(root))
     try:
+        inside_git_dir, shallow = str(
+            runner.execute(
+                ["git", "rev-parse", "--is-inside-git-dir", "--is-shallow-repository"], env=env
+            )
+        ).split()
+        if inside_git_dir == "true":
+            raise WorkspaceError(
+                f"workspace {root} is a git directory (a bare repository or the inside of "
+                "a .git directory), not a checkout; give the checkout's root"
+            )
         commit = runner.execute(["git", "rev-parse", "--verify", "HEAD^{commit}"], env=env)
-        shallow = runner.execute(["git", "rev-parse", "--is-shallow-repository"], env=env)
     except git.exc.GitCommandError as exc:
         stderr = exc.stderr if isinstance(exc.stderr, str) else ""
         if "not a git repository" in stderr.lower():
@@ -671,6 +681,62 @@ def adopt(path: Path, *, trust_project_hooks: bool = True) -> Workspace:
     return workspace
 
 
+def resolve_root(path: Path) -> Path:
+    """The real path of the workspace directory `path`, resolved once: the one path the
+    worker uses for the mount, the hooks' working directory and CURSOR_PROJECT_DIR.
+
+    Refuses (WorkspaceError) a relative path (relative to what: the worker's own working
+    directory is no answer), a path that does not name a directory, and a git directory
+    or anything inside one (hooks would run, and write, in the repository's internals).
+    """
+    text = str(path)
+    if "\0" in text:
+        raise WorkspaceError(f"workspace {text!r} contains a NUL byte; give a real directory")
+    if not path.is_absolute():
+        raise WorkspaceError(
+            f"workspace {text!r} is a relative path; give an absolute path (the worker does "
+            "not guess what it is relative to)"
+        )
+    try:
+        root = Path(os.path.realpath(path))
+        is_dir = root.is_dir()
+    except (OSError, ValueError) as exc:
+        raise WorkspaceError(f"workspace {text!r} is not a usable path ({exc})") from None
+    if not is_dir:
+        raise WorkspaceError(
+            f"workspace {path} does not exist or is not a directory; give the directory of "
+            "a checkout"
+        )
+    if ".git" in root.parts:
+        shown = str(path) if str(path) == str(root) else f"{path} (really {root})"
+        raise WorkspaceError(
+            f"workspace {shown} is a .git directory or inside one, not a checkout; give "
+            "the checkout's root"
+        )
+    return root
+
+
+def check_unchanged(root: Path) -> None:
+    """Refuse (WorkspaceError) a resolved workspace root that is no longer a directory at
+    its own real path: a long-lived worker resolves a workspace once, and a checkout
+    swapped for a symlink since would otherwise send hooks (and the gate's probe, and the
+    project hooks file) to wherever the link leads now."""
+    try:
+        real = os.path.realpath(root)
+        is_dir = os.path.isdir(real)
+    except (OSError, ValueError) as exc:
+        raise WorkspaceError(f"workspace {root} is not usable any more ({exc})") from None
+    if real != str(root):
+        raise WorkspaceError(
+            f"workspace {root} changed into a symlink (to {real}) since it was resolved; "
+            "it is refused: adopt the checkout again under its real path"
+        )
+    if not is_dir:
+        raise WorkspaceError(
+            f"workspace {root} does not exist any more or is not a directory; restore the checkout"
+        )
+
+
 # --------------------------------------------------------------------------- HEAD, cheaply
 
 _SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
@@ -679,7 +745,8 @@ _SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 def head_commit(ws: Workspace) -> str:
     """The commit checked out in `ws` now, read from the git directory's files (no process:
     a daemon asks on every event). Anything unusual (a `.git` file, a symbolic ref to
-    nowhere) answers the commit known from the checkout or adoption."""
+    nowhere, a file that leads outside the repository) answers the commit known from the
+    checkout or adoption."""
     for directory in (ws.root, *ws.root.parents):
         git_dir = directory / ".git"
         if git_dir.is_dir():
@@ -688,23 +755,36 @@ def head_commit(ws: Workspace) -> str:
             return ws.commit
     else:
         return ws.commit
-    try:
-        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
-        if _SHA.fullmatch(head):
-            return head
-        if not head.startswith("ref: "):
-            return ws.commit
-        ref = head[len("ref: ") :]
-        loose = git_dir / ref
-        if loose.is_file():
-            value = loose.read_text(encoding="utf-8").strip()
-            return value if _SHA.fullmatch(value) else ws.commit
-        packed = git_dir / "packed-refs"
-        if packed.is_file():
-            for line in packed.read_text(encoding="utf-8").splitlines():
-                sha, _, name = line.partition(" ")
-                if name == ref and _SHA.fullmatch(sha):
-                    return sha
-    except (OSError, UnicodeDecodeError):
-        pass
+    # Read only what resolves inside the repository: a ref symlinked (or named with "..")
+    # to a file elsewhere must not put that file's content in the records as a commit.
+    head = _git_file(git_dir / "HEAD", directory)
+    if head is None:
+        return ws.commit
+    if _SHA.fullmatch(head):
+        return head
+    if not head.startswith("ref: "):
+        return ws.commit
+    ref = head[len("ref: ") :]
+    loose = git_dir / ref
+    if loose.is_file():
+        value = _git_file(loose, directory)
+        return value if value is not None and _SHA.fullmatch(value) else ws.commit
+    packed = _git_file(git_dir / "packed-refs", directory, _MAX_PACKED_REFS)
+    for line in (packed or "").splitlines():
+        sha, _, name = line.partition(" ")
+        if name == ref and _SHA.fullmatch(sha):
+            return sha
     return ws.commit
+
+
+#: a packed-refs file larger than this is not read (the known commit is answered)
+_MAX_PACKED_REFS = 64 * 1024 * 1024
+
+
+def _git_file(path: Path, repository: Path, max_bytes: int = 4096) -> str | None:
+    """The stripped text of a small file of the git directory, or None when it is absent,
+    leads outside `repository`, is too large or is not UTF-8."""
+    try:
+        return read_inside(path, repository, max_bytes=max_bytes).decode("utf-8").strip()
+    except (OSError, RepoFileRefused, UnicodeDecodeError):
+        return None

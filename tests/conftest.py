@@ -20,6 +20,9 @@ from tests.support.ci import missing
 from tests.support.docker_tracking import DockerTracker
 
 RUNTIME_IMAGE = os.environ.get("CLOUDRUNNER_TEST_IMAGE", "cloudrunner/hook-runtime:latest")
+#: the start of every test worker id: `.ci/run` exports a prefix of its own run, so its
+#: final cleanup removes this run's containers and no one else's on the host
+WORKER_ID_PREFIX = os.environ.get("CLOUDRUNNER_TEST_RUN") or "test"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -54,7 +57,7 @@ def docker_tracker(docker_client: docker.DockerClient) -> Iterator[DockerTracker
     Code under test labels what it creates with `cloudrunner.worker=<tracker.worker_id>`;
     anything else the test makes by hand it passes to `tracker.track(...)`.
     """
-    tracker = DockerTracker(docker_client, worker_id=f"test-{uuid.uuid4().hex[:12]}")
+    tracker = DockerTracker(docker_client, worker_id=f"{WORKER_ID_PREFIX}-{uuid.uuid4().hex[:12]}")
     try:
         yield tracker
     finally:

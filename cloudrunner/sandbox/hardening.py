@@ -60,12 +60,26 @@ def host_config_kwargs(plan: ContainerPlan) -> dict[str, Any]:
         "network_mode": plan.network,
         "runtime": plan.runtime,
         "ipc_mode": "private",
-        "binds": {
-            m.source: {"bind": m.target, "mode": "ro" if m.read_only else "rw"} for m in plan.mounts
-        },
+        # Structured mounts, never "src:dst:mode" strings: a path may hold ':' or ','.
+        "mounts": engine_mounts(plan),
         # Output is read from the attach stream with caps; a log driver would keep a copy.
         "log_config": docker.types.LogConfig(type="none"),
     }
+
+
+def engine_mounts(plan: ContainerPlan) -> list[docker.types.Mount]:
+    """The plan's mounts as the API's `Mounts` entries: private bind mounts, each path
+    passed as it is (no parsing by the engine, no directory invented for a missing source)."""
+    return [
+        docker.types.Mount(
+            target=m.target,
+            source=m.source,
+            type="bind",
+            read_only=m.read_only,
+            propagation="rprivate",
+        )
+        for m in plan.mounts
+    ]
 
 
 def create_kwargs(plan: ContainerPlan, host_config: dict[str, Any]) -> dict[str, Any]:
@@ -139,6 +153,14 @@ def attest(container: dict[str, Any], image: dict[str, Any], plan: ContainerPlan
         (str(m.get("Source")), str(m.get("Destination")), bool(m.get("RW")))
         for m in container.get("Mounts") or []
     }
+    expect("Binds", host.get("Binds") or [], [])
+    for mount in container.get("Mounts") or []:
+        kind, propagation = mount.get("Type", "bind"), mount.get("Propagation") or "rprivate"
+        if (kind, propagation) != ("bind", "rprivate"):
+            problems.append(
+                f"mount {mount.get('Destination')} is a {kind} mount with {propagation} "
+                "propagation, not a private bind mount"
+            )
     for extra in sorted(observed_mounts - wanted_mounts):
         problems.append(
             f"unexpected mount {extra[1]} (from {extra[0]}, {'rw' if extra[2] else 'ro'}); "

@@ -95,6 +95,16 @@ def validate_spec(spec: SandboxSpec) -> None:
                 f"the {label} {path} does not exist or is not a directory; "
                 "the sandbox mounts it at the same path and will not create it"
             )
+        real = os.path.realpath(path)
+        if real != str(path):
+            # The engine would follow the link when it mounts, and mount whatever it leads
+            # to now: a workspace swapped for a link after it was resolved must not become
+            # another directory, read-write, for hooks running as that directory's owner.
+            raise SandboxConfigError(
+                f"the {label} {path} is not its own real path (it leads to {real}); the "
+                "sandbox mounts only a resolved directory, and refuses one that changed "
+                "into a symlink since it was resolved"
+            )
     for value, what in ((spec.labels.worker, "worker"), (spec.labels.session, "session")):
         if not value:
             raise SandboxConfigError(f"the sandbox's {what} label is empty")

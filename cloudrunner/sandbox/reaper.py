@@ -3,9 +3,22 @@
 Every sandbox container carries the worker's id and the host name, pid and process start
 time of the process that made it. A container is an orphan when that process no longer
 runs on this host (its pid is gone or now belongs to a process started at another time).
-Containers made on another host are left alone unless their worker is named explicitly
-(`--worker ID`: the operator says it is gone); containers without these labels were not
-made by a sandbox and are never touched.
+
+Whose containers may be removed:
+
+- a starting worker (`reap(current_worker=ID)`): only its **own** worker id's, made on
+  **this** host, by a process that is gone. Several processes share one worker id (one
+  `cloudrunner run` per event), so a live one's containers are kept by the liveness check;
+  another worker's containers, a crashed one's included, are never touched, so concurrent
+  workers or test runs on one host cannot reap each other's sandboxes. A crashed worker's
+  containers go when a worker with its id starts again, or by hand;
+- `prune` without options: the configured worker's (as above, `worker_id` of the settings);
+- `prune --worker ID`: that worker's, gone ones on this host and all of them made on
+  another host (the operator says that worker is gone);
+- `prune --all-workers`: every gone worker's on this host (the old, host-wide sweep, only
+  when asked for).
+
+Containers without these labels were not made by a sandbox and are never touched.
 """
 
 from __future__ import annotations
@@ -15,6 +28,7 @@ import contextlib
 import os
 import socket
 from dataclasses import dataclass
+from pathlib import Path
 
 import docker
 import docker.errors
@@ -50,22 +64,33 @@ def find_orphans(
     *,
     worker: str | None = None,
     current_worker: str | None = None,
+    all_workers: bool = False,
 ) -> list[Orphan]:
-    """Sandbox containers whose worker is gone (only `worker`'s when given)."""
-    selector = f"{WORKER_LABEL}={worker}" if worker else WORKER_LABEL
+    """Sandbox containers whose worker is gone, chosen by exactly one of: `worker` (named by
+    the operator, on any host), `current_worker` (the calling worker's own, on this host)
+    or `all_workers` (every worker's on this host). See the module's docstring."""
+    if sum((worker is not None, current_worker is not None, all_workers)) != 1:
+        raise ValueError("give exactly one of worker, current_worker and all_workers")
     here = socket.gethostname()
+    selectors = [WORKER_LABEL]
+    if worker is not None:
+        selectors = [f"{WORKER_LABEL}={worker}"]
+    elif current_worker is not None:
+        selectors = [f"{WORKER_LABEL}={current_worker}", f"{HOST_LABEL}={here}"]
     orphans: list[Orphan] = []
-    for summary in client.api.containers(all=True, filters={"label": selector}):
+    for summary in client.api.containers(all=True, filters={"label": selectors}):
         labels: dict[str, str] = summary.get("Labels") or {}
         owner = labels.get(WORKER_LABEL, "")
         host, pid, start = (labels.get(k) for k in (HOST_LABEL, PID_LABEL, PROCESS_START_LABEL))
         if host is None or pid is None or start is None:
             continue
-        # Several processes may share one worker id (one `cloudrunner run` per event), so
-        # the id alone does not make a container live: only this very process's are skipped
-        # here, the others by the liveness check below.
-        if owner == current_worker and host == here and pid == str(os.getpid()):
+        # The filter already chose; these guard against an engine that ignores a filter.
+        if current_worker is not None and (owner != current_worker or host != here):
             continue
+        if worker is not None and owner != worker:
+            continue
+        if host == here and pid == str(os.getpid()):
+            continue  # this very process's
         if host != here:
             if worker is None:
                 continue
@@ -96,13 +121,16 @@ def reap(
     *,
     worker: str | None = None,
     current_worker: str | None = None,
+    all_workers: bool = False,
     dry_run: bool = False,
 ) -> list[Orphan]:
     """Remove the orphans (see `find_orphans`); returns what was (or would be) removed.
 
     A worker calls this on start with its own id as `current_worker`.
     """
-    orphans = find_orphans(client, worker=worker, current_worker=current_worker)
+    orphans = find_orphans(
+        client, worker=worker, current_worker=current_worker, all_workers=all_workers
+    )
     if not dry_run:
         for orphan in orphans:
             with contextlib.suppress(docker.errors.NotFound):
@@ -112,9 +140,19 @@ def reap(
 
 def add_prune_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
+        "--config", type=Path, metavar="FILE", help="settings file naming this worker's id"
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
         "--worker",
         metavar="ID",
-        help="only this worker's containers; also removes them when it ran on another host",
+        help="that worker's containers instead of this one's; also removes them when it ran "
+        "on another host",
+    )
+    which.add_argument(
+        "--all-workers",
+        action="store_true",
+        help="the containers of every worker on this host whose process is gone",
     )
     parser.add_argument(
         "--dry-run", action="store_true", help="list what would be removed, remove nothing"
@@ -122,13 +160,32 @@ def add_prune_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def prune_command(args: argparse.Namespace) -> int:
+    worker: str | None = args.worker
+    current: str | None = None
+    if worker is None and not args.all_workers:
+        from cloudrunner.settings import load_settings
+
+        current = load_settings(args.config).effective_worker_id
     client = connect()
     try:
-        orphans = reap(client, worker=args.worker, dry_run=bool(args.dry_run))
+        orphans = reap(
+            client,
+            worker=worker,
+            current_worker=current,
+            all_workers=bool(args.all_workers),
+            dry_run=bool(args.dry_run),
+        )
     finally:
         client.close()
     verb = "would remove" if args.dry_run else "removed"
     for orphan in orphans:
         print(f"{verb}\t{orphan.container_id}\t{orphan.name}\t{orphan.status}\t{orphan.reason}")
-    print(f"{verb} {len(orphans)} container(s)")
+    whose = (
+        f"worker {worker}"
+        if worker is not None
+        else "every worker on this host"
+        if args.all_workers
+        else f"worker {current} on this host"
+    )
+    print(f"{verb} {len(orphans)} container(s) of {whose}")
     return 0

@@ -305,3 +305,16 @@ def test_a_changed_script_invalidates_the_approval(layout: SourceSettings) -> No
 
 def test_an_empty_pin_list_approves_nothing(layout: SourceSettings) -> None:
     assert commands(_pin(layout))["project"] == []
+
+
+def test_a_symlinked_config_directory_gives_its_real_path_as_working_directory(
+    tmp_path: Path,
+) -> None:
+    """The sandbox mounts config directories at their real paths, so hooks run there."""
+    real = tmp_path / "managed"
+    write(real / "hooks.json", {"stop": [{"command": "x"}]})
+    link = tmp_path / "team-link"
+    link.symlink_to(real)
+    team = load_sources(SourceSettings(team_path=link)).source(SourceKind.TEAM)
+    assert team.loaded and team.working_dir == real
+    assert team.path == link / "hooks.json"  # the file as configured, for messages

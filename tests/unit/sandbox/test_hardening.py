@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cloudrunner.sandbox import hardening
 from cloudrunner.sandbox.limits import MIB, SandboxLimits
@@ -138,6 +141,14 @@ WEAKENED: dict[str, Callable[[dict[str, Any]], None]] = {
             {"Source": "/var/lib/docker/volumes/x", "Destination": "/data", "RW": True},
         ],
     ),
+    "string binds": _set("HostConfig.Binds", ["/ws:/ws:rw"]),
+    "shared propagation": _set(
+        "Mounts",
+        [
+            {"Source": "/ws", "Destination": "/ws", "RW": True, "Propagation": "rshared"},
+            {"Source": "/etc/cursor", "Destination": "/etc/cursor", "RW": False},
+        ],
+    ),
     "docker socket": _set(
         "Mounts",
         [
@@ -176,10 +187,23 @@ def test_host_config_asks_for_every_setting() -> None:
     assert kwargs["cpu_quota"] == 50000
     assert kwargs["pids_limit"] == 64
     assert kwargs["network_mode"] == "none"
-    assert kwargs["binds"] == {
-        "/ws": {"bind": "/ws", "mode": "rw"},
-        "/etc/cursor": {"bind": "/etc/cursor", "mode": "ro"},
-    }
+    assert "binds" not in kwargs
+    assert kwargs["mounts"] == [
+        {
+            "Target": "/ws",
+            "Source": "/ws",
+            "Type": "bind",
+            "ReadOnly": False,
+            "BindOptions": {"Propagation": "rprivate"},
+        },
+        {
+            "Target": "/etc/cursor",
+            "Source": "/etc/cursor",
+            "Type": "bind",
+            "ReadOnly": True,
+            "BindOptions": {"Propagation": "rprivate"},
+        },
+    ]
     assert {u["Name"] for u in kwargs["ulimits"]} == {"nofile", "fsize", "core"}
 
 
@@ -200,3 +224,46 @@ def test_gvisor_without_a_no_new_privs_field_is_recorded_as_not_reported() -> No
     plan = make_plan(cap_add=tuple(sorted(AGENT_CAPS)))
     result = hardening.check_agent_status({"CapBnd": "00000000000000e0"}, plan)
     assert result["agent_no_new_privs"] == "not reported"
+
+
+@pytest.mark.parametrize("path", ["/w/a:b", "/w/a,b=c", "/w/with space", "/w/ünï", "/w/a:b:ro"])
+def test_paths_reach_the_engine_as_they_are_and_attest_exactly(path: str) -> None:
+    """A ':' or ',' in a path is part of the path, not a separator (no "src:dst:mode")."""
+    plan = dataclasses.replace(make_plan(), mounts=(Mount(path, path, False),))
+    (mount,) = hardening.host_config_kwargs(plan)["mounts"]
+    assert (mount["Source"], mount["Target"], mount["ReadOnly"]) == (path, path, False)
+    doc = inspected(plan)
+    doc["Mounts"] = [{"Type": "bind", "Source": path, "Destination": path, "RW": True}]
+    attestation = hardening.attest(doc, IMAGE, plan)
+    assert attestation["mounts"] == [{"source": path, "target": path, "mode": "rw"}]
+    doc["Mounts"] = [
+        {"Type": "bind", "Source": path.split(":")[0], "Destination": path, "RW": True}
+    ]
+    if ":" in path:
+        with pytest.raises(hardening.HardeningNotInForce, match="is not in force"):
+            hardening.attest(doc, IMAGE, plan)
+
+
+@given(
+    st.lists(
+        st.text(
+            st.characters(blacklist_categories=("Cs",), blacklist_characters="/\0"),
+            min_size=1,
+            max_size=12,
+        ).filter(lambda part: part not in (".", "..")),
+        min_size=1,
+        max_size=4,
+    ),
+    st.booleans(),
+)
+def test_any_path_is_passed_and_attested_unchanged(parts: list[str], read_only: bool) -> None:
+    path = "/" + "/".join(parts)
+    plan = dataclasses.replace(make_plan(), mounts=(Mount(path, path, read_only),))
+    (mount,) = hardening.host_config_kwargs(plan)["mounts"]
+    assert (mount["Source"], mount["Target"], mount["ReadOnly"]) == (path, path, read_only)
+    doc = inspected(plan)
+    doc["Mounts"] = [{"Type": "bind", "Source": path, "Destination": path, "RW": not read_only}]
+    mode = "ro" if read_only else "rw"
+    assert hardening.attest(doc, IMAGE, plan)["mounts"] == [
+        {"source": path, "target": path, "mode": mode}
+    ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Callable, Generator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -36,9 +37,18 @@ def per_file(
         for path, is_live in work:
             yield task(path, is_live)
         return
+    # Not multiprocessing.Pool: stopping early (a --limit reached) made its terminate()
+    # wait for ever, now and then, on a task-feeding thread. An executor never terminates
+    # a worker: the tasks not started are cancelled, the running ones (a file each) finish.
     context = multiprocessing.get_context("fork")
-    with context.Pool(min(jobs, len(work))) as pool:
-        yield from pool.imap(_Star(task), work, chunksize=1)
+    with ProcessPoolExecutor(min(jobs, len(work)), mp_context=context) as pool:
+        futures = [pool.submit(_Star(task), item) for item in work]
+        try:
+            for future in futures:
+                yield future.result()
+        finally:
+            for future in futures:
+                future.cancel()
 
 
 class _Star(Generic[T]):

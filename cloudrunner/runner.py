@@ -42,8 +42,11 @@ def to_execution(result: ExecResult) -> Execution:
     return Execution(status, result.exit_code, result.stdout, result.stderr, message)
 
 
-def hook_environment(plan: Plan, workspace: Path, session_env: Mapping[str, str]) -> dict[str, str]:
-    """Spec section 5: exactly these variables, nothing from the worker's own environment."""
+def hook_environment(
+    plan: Plan, workspace: Path, session_env: Mapping[str, str], *, home: str | None = None
+) -> dict[str, str]:
+    """Spec section 5: exactly these variables, nothing from the worker's own environment;
+    plus HOME when the source has a hook home (as a VM's shell has one)."""
     payload = plan.payload
     env = {
         # the session's env from sessionStart first, so the fixed variables always win
@@ -57,6 +60,8 @@ def hook_environment(plan: Plan, workspace: Path, session_env: Mapping[str, str]
         env["CURSOR_USER_EMAIL"] = payload.user_email
     if payload.transcript_path:
         env["CURSOR_TRANSCRIPT_PATH"] = payload.transcript_path
+    if home is not None:
+        env["HOME"] = home
     return env
 
 
@@ -98,8 +103,14 @@ def run_plan(
     workspace: Path,
     session_env: Mapping[str, str],
     max_parallel: int,
+    homes: Mapping[SourceKind, str] | None = None,
 ) -> RunOutcome:
+    """`homes`: each source's HOME (a source without one keeps the image's)."""
     env = hook_environment(plan, workspace, session_env)
+    envs = {
+        kind: hook_environment(plan, workspace, session_env, home=home)
+        for kind, home in (homes or {}).items()
+    }
     executions: dict[str, ExecResult] = {}
     lock = threading.Lock()
 
@@ -113,7 +124,7 @@ def run_plan(
             command=hook.command,
             cwd=str(hook.working_dir),
             stdin=plan.payload_bytes,
-            env=env,
+            env=envs.get(hook.source_kind, env),
             timeout_s=hook.timeout,
         )
         result = sandbox.run(request)

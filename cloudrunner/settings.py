@@ -17,7 +17,7 @@ import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.sandbox.limits import SandboxProfile
+from cloudrunner.sandbox.limits import MIB, ByteSize, SandboxProfile
 
 DEFAULT_CONFIG_PATHS = (Path("/etc/cloudrunner/config.toml"),)
 DEFAULT_STATE_DIR = Path("/var/lib/cloudrunner")
@@ -68,6 +68,22 @@ class WorkspaceSettings(_Section):
     run its install command once per image and commit before the first project hook"""
     install_timeout: float = Field(default=900.0, gt=0)
     """seconds the environment's install command may run"""
+
+
+class HomeSettings(_Section):
+    enabled: bool = True
+    """give each source's hooks a writable HOME per workspace that persists across events,
+    under <state_dir>/homes (daemon sessions: <state_dir>/daemon/homes/<session>); false:
+    HOME is the image's home of the hook uid, read-only"""
+    max_bytes: ByteSize = 512 * MIB
+    """the most a HOME may hold; measured before each event's hooks of that source, and
+    over it the source's hooks do not run (sandbox_error naming the directory)"""
+    remove_with_session: bool = True
+    """remove a daemon session's homes when the session is closed (DELETE /v1/sessions/ID)"""
+    git_user_name: str = Field(default="cloudrunner hook", min_length=1)
+    """user.name in each HOME's .gitconfig (a repository's own user.name wins)"""
+    git_user_email: str = Field(default="hook@cloudrunner.invalid", min_length=3)
+    """user.email in each HOME's .gitconfig (a repository's own user.email wins)"""
 
 
 class AuditSettings(_Section):
@@ -163,6 +179,7 @@ class Settings(_Section):
     audit: AuditSettings = Field(default_factory=AuditSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    home: HomeSettings = Field(default_factory=HomeSettings)
 
     @property
     def socket_path(self) -> Path:

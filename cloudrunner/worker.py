@@ -25,7 +25,7 @@ import docker
 import docker.errors
 
 from cloudrunner import environment as project_environment
-from cloudrunner import gate, recording, workspace
+from cloudrunner import gate, hook_home, ownership, recording, transcript, workspace
 from cloudrunner.audit import AuditWriter, RecordKind, TornAcknowledgement
 from cloudrunner.closing import ClosesOnExit
 from cloudrunner.errors import CloudrunnerError
@@ -40,6 +40,8 @@ from cloudrunner.sandbox import agent_files, reaper
 from cloudrunner.sandbox.base import ExecRequest, Sandbox, SandboxLabels, SandboxSpec
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.factory import open_sandbox
+from cloudrunner.sandbox.limits import machine_cores, session_quota
+from cloudrunner.sandbox.plan import identity_for
 from cloudrunner.sandbox.session_pool import SessionPool
 from cloudrunner.session import PersistentLoopCounterStore, SessionStore
 from cloudrunner.settings import Settings
@@ -96,12 +98,14 @@ class Worker(ClosesOnExit):
         pool: SessionPool | None = None,
         gate_dir: Path | None = None,
         reap: bool = True,
+        home_root: Path | None = None,
     ) -> None:
         """`audit`, `pool` and `client` are shared when given (the daemon runs one worker per
         workspace over one audit log, one engine connection and one warm-sandbox pool) and
         are then not closed by `close()`; `gate_dir` holds this worker's gate state
         (default: the state directory); `reap` removes orphaned sandboxes on the first
-        engine connection (the daemon does that once, at start)."""
+        engine connection (the daemon does that once, at start); `home_root` holds the
+        hooks' homes (default: <state_dir>/homes)."""
         self.settings = settings
         self.worker_id = settings.effective_worker_id
         self.profile = Profile(settings.profile)
@@ -114,6 +118,9 @@ class Worker(ClosesOnExit):
         self._environment_images: dict[tuple[str, str, str], str] = {}
         #: workspaces a probe found writable, with the gate generation it was under
         self._writable: dict[Path, int] = {}
+        #: how hooks got the owner's access to each workspace (once per worker)
+        self._access: dict[Path, ownership.AccessReport] = {}
+        self.home_root = home_root or settings.state_dir / "homes"
         self._owns_audit = audit is None
         self.audit = audit or open_audit(settings)
 
@@ -147,6 +154,7 @@ class Worker(ClosesOnExit):
         except EventNotAvailable as exc:
             self._refuse(name, document, exc.message, "event-not-in-cloud")
         ws = self._current(self._resolve_workspace(document, ids))
+        access = self._grant_access(ws, document, ids)
         decision = self._gate(ws.root)
         if not decision.open:
             answer = neutral_answer(name)
@@ -185,7 +193,16 @@ class Worker(ClosesOnExit):
             self._refuse(name, document, exc.message, "payload-invalid")
         state = self.sessions.load(plan.conversation_id)
         session_label = plan.conversation_id or f"run-{os.getpid()}"
-        sandboxes = SandboxSet(lambda kind, wd: self._open(kind, wd, ws, session_label))
+        shown = transcript.resolve(
+            plan.payload.transcript_path, state_dir=self.settings.state_dir, workspace=ws.root
+        )
+        homes = self._homes(ws, {hook.source_kind for hook in plan.hooks_to_run})
+        prepared: dict[str, dict[str, object]] = {}
+        sandboxes = SandboxSet(
+            lambda kind, wd: self._open(
+                kind, wd, ws, session_label, shown=shown, homes=homes, prepared=prepared
+            )
+        )
         try:
             outcome = run_plan(
                 plan,
@@ -193,6 +210,7 @@ class Worker(ClosesOnExit):
                 workspace=ws.root,
                 session_env=state.env,
                 max_parallel=self.settings.max_parallel_hooks,
+                homes={kind: str(path) for kind, path in homes.items()},
             )
         finally:
             sandboxes.close()
@@ -216,6 +234,7 @@ class Worker(ClosesOnExit):
                     "decision": merged.answer,
                     "blocked_by": merged.blocked_by.hook.hook_id if merged.blocked_by else None,
                     "hooks": len(outcome.results),
+                    **_sandbox_view(access, shown, prepared),
                 },
             ),
         ]
@@ -235,16 +254,59 @@ class Worker(ClosesOnExit):
 
     def _gate(self, root: Path) -> gate.GateDecision:
         """The gate's decision; once a probe found `root` writable, it is not probed again
-        while the gate's generation stays the same (see gate.evaluate)."""
+        while the gate's generation stays the same (see gate.evaluate). The probe writes as
+        the project hooks' uid, as they would."""
         seen = self._writable.get(root)
-        decision = gate.evaluate(root, self.gate_dir, known_writable=seen is not None)
+        as_user = self._probe_user(root)
+        decision = gate.evaluate(
+            root, self.gate_dir, known_writable=seen is not None, as_user=as_user
+        )
         if seen is not None and seen != decision.generation:
             # the gate was set again meanwhile: probe afresh under the new state
             del self._writable[root]
-            decision = gate.evaluate(root, self.gate_dir)
+            decision = gate.evaluate(root, self.gate_dir, as_user=as_user)
         if decision.open and decision.probe is not None and decision.probe.writable:
             self._writable[root] = decision.generation
         return decision
+
+    def _probe_user(self, root: Path) -> tuple[int, int] | None:
+        try:
+            return identity_for(self.settings.sandbox.profile_for("project"), root)
+        except CloudrunnerError:
+            return None  # the probe then says the workspace cannot be read
+
+    def _hook_uids(self, root: Path) -> set[int]:
+        """Every uid hooks of a source may run as in `root` (profiles may differ per source)."""
+        uids = set()
+        for kind in SourceKind:
+            with contextlib.suppress(CloudrunnerError):
+                uids.add(identity_for(self.settings.sandbox.profile_for(str(kind)), root)[0])
+        return uids
+
+    def _grant_access(
+        self, ws: workspace.Workspace, document: Mapping[str, Any], ids: Mapping[str, str]
+    ) -> ownership.AccessReport | None:
+        """Give the hook uids the owner's access to the workspace (POSIX ACLs; see
+        `ownership`), once per worker; not while the gate is held closed (nothing may touch
+        the workspace then), and again while the workspace was read-only. A workspace that
+        cannot be granted is refused with the fix named."""
+        done = self._access.get(ws.root)
+        if done is not None:
+            return done
+        try:
+            if gate.read_state(self.gate_dir).mode is gate.GateMode.CLOSED:
+                return None
+            report = ownership.grant_workspace(ws.root, self._hook_uids(ws.root))
+        except CloudrunnerError as exc:
+            self._refuse(ids["event"], document, exc.message, "workspace-unavailable")
+        if report.mechanism != "deferred":
+            self._access[ws.root] = report
+        return report
+
+    def _homes(self, ws: workspace.Workspace, kinds: set[SourceKind]) -> dict[SourceKind, Path]:
+        if not self.settings.home.enabled:
+            return {}
+        return {kind: hook_home.home_dir(self.home_root, ws.root, str(kind)) for kind in kinds}
 
     def _document(self, payload: bytes, event: str | None) -> dict[str, Any]:
         cap = self.settings.max_payload_bytes
@@ -342,7 +404,6 @@ class Worker(ClosesOnExit):
                     credentials=credentials,
                     trust_project_hooks=trust,
                 )
-                self._hand_over(dest)
                 return ws
         if cfg.path is not None:
             return workspace.adopt(cfg.path, trust_project_hooks=trust)
@@ -352,21 +413,6 @@ class Worker(ClosesOnExit):
         raise workspace.WorkspaceError(
             "no workspace: give --workspace DIR, --repo URL, or workspace_roots in the payload"
         )
-
-    def _hand_over(self, root: Path) -> None:
-        """A clone this worker made as root belongs to the unprivileged hook uid, so hooks
-        (which never run as uid 0) can write the workspace they act on."""
-        if os.geteuid() != 0:
-            return
-        profile = self.settings.sandbox.profile_for("project")
-        from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID
-
-        uid = profile.user or FALLBACK_HOOK_UID
-        gid = profile.group or uid
-        for directory, dirs, files in os.walk(root):
-            os.lchown(directory, uid, gid)
-            for entry in (*dirs, *files):
-                os.lchown(os.path.join(directory, entry), uid, gid)
 
     def _environment_image(self, ws: workspace.Workspace, session: str) -> str | None:
         """The image of the repository's .cursor/environment.json (built, and its `install`
@@ -382,7 +428,7 @@ class Worker(ClosesOnExit):
             return None
         # A long-lived worker asks the engine once per environment file and commit (an
         # uncommitted change to the build context is picked up at the next commit).
-        key = (str(ws.root), ws.commit, hashlib.sha256(env.path.read_bytes()).hexdigest())
+        key = (str(ws.root), ws.commit or "", hashlib.sha256(env.path.read_bytes()).hexdigest())
         if key in self._environment_images:
             return self._environment_images[key]
         built = project_environment.build_image(
@@ -401,7 +447,7 @@ class Worker(ClosesOnExit):
         session: str,
     ) -> None:
         marker_dir = self.settings.state_dir / "environments"
-        marker = marker_dir / f"{built.key[:24]}-{ws.commit[:12]}.installed"
+        marker = marker_dir / f"{built.key[:24]}-{(ws.commit or 'no-commit')[:12]}.installed"
         with _locked(marker_dir / ".install.lock"):
             if marker.exists():
                 return
@@ -463,12 +509,35 @@ class Worker(ClosesOnExit):
         working_dir: Path,
         ws: workspace.Workspace,
         session: str,
+        *,
+        shown: transcript.Transcript | None = None,
+        homes: Mapping[SourceKind, Path] | None = None,
+        prepared: dict[str, dict[str, object]] | None = None,
     ) -> Sandbox:
         profile = self.settings.sandbox.profile_for(str(kind))
         if kind is SourceKind.PROJECT:
             image = self._environment_image(ws, session)
             if image is not None:
                 profile = profile.model_copy(update={"image": image})
+        if profile.isolation == "session":
+            # a session container's hooks share its quota: enough for the parallel ones
+            limits = profile.limits
+            cpus = session_quota(
+                limits.cpus, self.settings.max_parallel_hooks, machine_cores(),
+                limits.session_cpus,
+            )  # fmt: skip
+            wider = limits.model_copy(update={"cpus": cpus})
+            profile = profile.model_copy(update={"limits": wider})
+        home = (homes or {}).get(kind)
+        if home is not None:
+            uid, gid = identity_for(profile, ws.root)
+            settings = self.settings.home
+            status = hook_home.prepare(
+                home, uid, gid, workspace=ws.root, limit=settings.max_bytes,
+                git_name=settings.git_user_name, git_email=settings.git_user_email,
+            )  # fmt: skip
+            if prepared is not None:
+                prepared[str(kind)] = status.to_dict()
         config_dirs = () if _inside(working_dir, ws.root) else (working_dir,)
         # The state directory is where the engine sees it, the package may not be (a worker
         # in a container), so session agents mount their files from a staged copy there.
@@ -481,6 +550,8 @@ class Worker(ClosesOnExit):
             profile=profile,
             config_dirs=config_dirs,
             agent_dir=agent_dir,
+            home=home,
+            transcript=shown.mount if shown is not None else None,
         )
         if self._pool is not None and profile.isolation == "session":
             return self._pool.borrow(spec)
@@ -623,6 +694,23 @@ def _attested_limits(attestation: Mapping[str, Any], timeout: float) -> dict[str
     """The limits the engine reported in force for this hook's container, plus its timeout."""
     found = {key: attestation[key] for key in _LIMIT_KEYS if key in attestation}
     return {**found, "timeout_s": timeout}
+
+
+def _sandbox_view(
+    access: ownership.AccessReport | None,
+    shown: transcript.Transcript | None,
+    homes: Mapping[str, Mapping[str, object]],
+) -> dict[str, Any]:
+    """What the decision record says about the hooks' view: how they got the owner's access
+    to the workspace, the transcript (when the event names one) and each source's HOME."""
+    view: dict[str, Any] = {}
+    if access is not None:
+        view["workspace_access"] = access.to_dict()
+    if shown is not None:
+        view["transcript"] = shown.to_dict()
+    if homes:
+        view["homes"] = dict(homes)
+    return view
 
 
 def _source_key(source: LoadedSource) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner import gate
+from cloudrunner import gate, ownership
 from cloudrunner.cli import main
 from cloudrunner.gate import GateError, GateMode
 from tests.support.mounts import mount, read_only_view
@@ -122,7 +122,7 @@ _WORKER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from cloudrunner import gate
+    from cloudrunner import gate, ownership
 
     state = Path(sys.argv[1])
     index = int(sys.argv[2])
@@ -160,6 +160,13 @@ def test_cli_close_open_auto_and_status(
     status = json.loads(capsys.readouterr().out)
     assert status["mode"] == "closed"
     assert status["open"] is False
+    if os.geteuid() == 0:
+        # root owns the workspace: the probe writes as the hook uid, which may not yet
+        assert status["writable"] is False
+        assert "the hook user 10001:10001 cannot create a file" in status["probe"]
+        ownership.grant_workspace(workspace, [10001])
+        assert main([*args, "--json"]) == 0
+        status = json.loads(capsys.readouterr().out)
     assert status["writable"] is True
     assert main(["gate", "open", "--state-dir", str(state)]) == 0
     capsys.readouterr()

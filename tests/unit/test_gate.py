@@ -207,3 +207,27 @@ def test_a_workspace_known_writable_is_not_probed_again(tmp_path: Path) -> None:
     gate.set_mode(tmp_path / "state", gate.GateMode.CLOSED)
     closed = gate.evaluate(missing, tmp_path / "state", known_writable=True)
     assert not closed.open, "a gate held closed stays closed"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="probing as another uid needs root")
+def test_the_probe_writes_as_the_hook_user_not_as_root(tmp_path: Path) -> None:
+    # tmp_path's parents are root's alone (0700): the probe, like the sandbox, sees only
+    # the workspace directory itself
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert gate.probe_writable(ws).writable  # as root: passes every permission check
+    refused = gate.probe_writable(ws, (10001, 10001))
+    assert not refused.writable
+    assert refused.detail == (
+        "the hook user 10001:10001 cannot create a file: Permission denied (EACCES)"
+    )
+    decision = gate.evaluate(ws, tmp_path / "state", as_user=(10001, 10001))
+    assert not decision.open and "10001" in decision.reason
+    ownership.grant_workspace(ws, [10001])
+    allowed = gate.probe_writable(ws, (10001, 10001))
+    assert allowed.writable, allowed.detail
+    assert list(ws.iterdir()) == []  # the probe file is gone
+    os.chown(ws, 4321, 4321)
+    assert gate.default_hook_user(ws) == (4321, 4321)
+    os.chown(ws, 0, 0)
+    assert gate.default_hook_user(ws) == (10001, 10001)

@@ -1,0 +1,129 @@
+"""Hook homes: where they are, what they hold at first, how big they may grow."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cloudrunner import hook_home
+from cloudrunner.hook_home import HomeError
+from tests.support.git_repos import git
+
+UID = 10001
+
+
+def _prepare(path: Path, workspace: Path, limit: int = 1 << 20) -> hook_home.HomeStatus:
+    uid = UID if os.geteuid() == 0 else os.geteuid()
+    return hook_home.prepare(
+        path, uid, uid, workspace=workspace, limit=limit,
+        git_name='Hook "the" Runner', git_email="hook@example.invalid",
+    )  # fmt: skip
+
+
+def test_homes_differ_per_source_and_workspace_and_stay_under_their_root(tmp_path: Path) -> None:
+    root = tmp_path / "homes"
+    a, b = tmp_path / "a", tmp_path / "b"
+    homes = {
+        hook_home.home_dir(root, ws, source)
+        for ws in (a, b)
+        for source in ("enterprise", "team", "project")
+    }
+    assert len(homes) == 6
+    assert all(home.is_relative_to(root) for home in homes)
+    # the same checkout reached through a symbolic link has the same home
+    a.mkdir()
+    (tmp_path / "link").symlink_to(a)
+    assert hook_home.home_dir(root, tmp_path / "link", "project") == hook_home.home_dir(
+        root, a, "project"
+    )
+
+
+def test_a_new_home_belongs_to_the_hook_uid_and_its_gitconfig_makes_git_work(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "mono"
+    (ws / "pkg").mkdir(parents=True)
+    git(ws, "init", "-q")
+    home = tmp_path / "homes" / "k" / "project"
+    status = _prepare(home, ws / "pkg")
+    assert status.created
+    st = home.stat()
+    assert st.st_mode & 0o777 == 0o700
+    if os.geteuid() == 0:
+        assert st.st_uid == UID
+    # git itself reads the file: safe.directory names the package and the repository top
+    out = subprocess.run(
+        ["git", "config", "--file", str(home / ".gitconfig"), "--get-all", "safe.directory"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split("\n")  # fmt: skip
+    assert out[:2] == [str(ws / "pkg"), str(ws)]
+    name = subprocess.run(
+        ["git", "config", "--file", str(home / ".gitconfig"), "user.name"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert name == 'Hook "the" Runner'
+
+
+def test_a_hooks_own_gitconfig_is_kept_and_a_symlink_is_not_followed(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    home = tmp_path / "homes" / "k" / "project"
+    _prepare(home, ws)
+    (home / ".gitconfig").write_text("[user]\n\tname = mine\n")
+    assert not _prepare(home, ws).created
+    assert (home / ".gitconfig").read_text() == "[user]\n\tname = mine\n"
+    (home / ".gitconfig").unlink()
+    victim = tmp_path / "victim"
+    victim.write_text("untouched\n")
+    (home / ".gitconfig").symlink_to(victim)
+    _prepare(home, ws)
+    assert victim.read_text() == "untouched\n"
+
+
+def test_the_size_is_counted_once_per_inode_and_over_the_limit_is_refused(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    home = tmp_path / "homes" / "k" / "project"
+    _prepare(home, ws)
+    (home / "cache").mkdir()
+    (home / "cache" / "blob").write_bytes(os.urandom(64 * 1024))
+    os.link(home / "cache" / "blob", home / "same-blob")
+    (home / "outside").symlink_to("/usr")  # never followed
+    used = _prepare(home, ws).used
+    assert 64 * 1024 <= used < 2 * 64 * 1024 + 64 * 1024
+    with pytest.raises(HomeError) as refused:
+        _prepare(home, ws, limit=32 * 1024)
+    assert str(home) in refused.value.message
+    assert "home.max_bytes" in refused.value.message
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own homes as another uid")
+def test_a_home_of_another_uid_is_refused_with_the_fix(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    home = tmp_path / "homes" / "k" / "project"
+    _prepare(home, ws)
+    with pytest.raises(HomeError, match="belongs to uid 10001, not to the hook uid 2000"):
+        hook_home.prepare(
+            home, 2000, 2000, workspace=ws, limit=1 << 20, git_name="n", git_email="e@x"
+        )
+
+
+def test_remove_all_removes_the_homes_and_nothing_a_link_points_at(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "file").write_text("k\n")
+    root = tmp_path / "homes"
+    home = hook_home.home_dir(root, ws, "project")
+    _prepare(home, ws)
+    (home / "link").symlink_to(keep)
+    hook_home.remove_all(root)
+    assert not root.exists()
+    assert (keep / "file").read_text() == "k\n"

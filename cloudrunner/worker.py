@@ -37,7 +37,13 @@ from cloudrunner.protocol.plan import build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.runner import RunOutcome, SandboxSet, run_plan
 from cloudrunner.sandbox import agent_files, reaper
-from cloudrunner.sandbox.base import ExecRequest, Sandbox, SandboxLabels, SandboxSpec
+from cloudrunner.sandbox.base import (
+    ExecRequest,
+    Sandbox,
+    SandboxConfigError,
+    SandboxLabels,
+    SandboxSpec,
+)
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.factory import open_sandbox
 from cloudrunner.sandbox.limits import machine_cores, session_quota
@@ -404,6 +410,7 @@ class Worker(ClosesOnExit):
                     credentials=credentials,
                     trust_project_hooks=trust,
                 )
+                self._hand_over(dest)
                 return ws
         if cfg.path is not None:
             return workspace.adopt(cfg.path, trust_project_hooks=trust)
@@ -413,6 +420,19 @@ class Worker(ClosesOnExit):
         raise workspace.WorkspaceError(
             "no workspace: give --workspace DIR, --repo URL, or workspace_roots in the payload"
         )
+
+    def _hand_over(self, root: Path) -> None:
+        """A clone this worker made as root belongs to the unprivileged hook uid, so hooks
+        (which never run as uid 0) can write the workspace they act on, under every
+        runtime (gVisor ignores the host's ACLs). Nothing else owns a fresh clone and no
+        hook has run in it yet. Adopted checkouts keep their owner (see `ownership`)."""
+        if os.geteuid() != 0:
+            return
+        uid, gid = identity_for(self.settings.sandbox.profile_for("project"), root)
+        for directory, dirs, files in os.walk(root):
+            os.lchown(directory, uid, gid)
+            for entry in (*dirs, *files):
+                os.lchown(os.path.join(directory, entry), uid, gid)
 
     def _environment_image(self, ws: workspace.Workspace, session: str) -> str | None:
         """The image of the repository's .cursor/environment.json (built, and its `install`
@@ -528,9 +548,24 @@ class Worker(ClosesOnExit):
             )  # fmt: skip
             wider = limits.model_copy(update={"cpus": cpus})
             profile = profile.model_copy(update={"limits": wider})
+        uid, gid = identity_for(profile, ws.root)
+        access = self._access.get(ws.root)
+        if (
+            profile.runtime == "runsc"
+            and profile.workspace_mode == "rw"
+            and access is not None
+            and access.mechanism == "acl"
+            and uid in access.uids
+        ):
+            raise SandboxConfigError(
+                f"gVisor (runtime runsc) does not apply the host's POSIX ACLs, so {kind} hooks "
+                f"(uid {uid}) cannot write the workspace {ws.root}, which belongs to uid "
+                f"{access.owner}; run them with runtime runc, hand the checkout to them "
+                f"(chown -R {uid}:{gid} {ws.root}), or set sandbox.user to the owner's uid "
+                "when it is not 0"
+            )
         home = (homes or {}).get(kind)
         if home is not None:
-            uid, gid = identity_for(profile, ws.root)
             settings = self.settings.home
             status = hook_home.prepare(
                 home, uid, gid, workspace=ws.root, limit=settings.max_bytes,

@@ -19,6 +19,7 @@ from cloudrunner import acl
 from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID
 from cloudrunner.settings import Settings, load_settings
 from cloudrunner.worker import PayloadRefused, Worker
+from tests.support.ci import missing
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
 from tests.support.mounts import mount
@@ -290,3 +291,19 @@ def test_a_workspace_on_a_file_system_without_acls_is_refused_with_the_fix(
     assert "chown -R 10001:10001" in refused.value.message
     refusal = [r for r in _records(tmp_path / "noacl-state") if r["kind"] == "refused"]
     assert refusal and "POSIX ACLs" in refusal[-1]["reason"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own the workspace as root")
+def test_under_gvisor_an_adopted_root_checkout_fails_loudly_with_the_fixes(
+    tmp_path: Path, docker_tracker: DockerTracker
+) -> None:
+    if "runsc" not in (docker_tracker.client.info().get("Runtimes") or {}):
+        missing("the engine has no runsc runtime; `bash scripts/docker-up` registers it")
+    setup = _setup(tmp_path, docker_tracker.worker_id)
+    with Worker(setup.settings("hook", **{"sandbox.runtime": "runsc"})) as worker:
+        worker.handle(_edit(setup))
+    hooks = [r for r in _records(setup.state) if r["kind"] == "hook"]
+    assert [h["outcome"] for h in hooks] == ["sandbox_error", "sandbox_error"]
+    reason = hooks[-1]["reason"]
+    assert "gVisor (runtime runsc) does not apply the host's POSIX ACLs" in reason
+    assert f"chown -R 10001:10001 {setup.workspace}" in reason

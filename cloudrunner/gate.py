@@ -3,7 +3,8 @@
 A cloud agent may begin in a read-only environment. The gate is open when the workspace is
 really writable, which only a real write can tell: permission bits say nothing about a
 read-only mount, and root passes every permission check but still gets EROFS. So the probe
-creates, writes, fsyncs and removes a uniquely named file in the workspace root.
+creates, writes, fsyncs and removes a uniquely named file in the workspace root, as the
+hook user (a worker running as root would pass where hooks fail).
 
 The operator can also hold the gate: the mode persisted in the state directory is `auto`
 (follow the probe; the default), `open` (hooks run whatever the probe says) or `closed`

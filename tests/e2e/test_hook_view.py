@@ -307,3 +307,32 @@ def test_under_gvisor_an_adopted_root_checkout_fails_loudly_with_the_fixes(
     reason = hooks[-1]["reason"]
     assert "gVisor (runtime runsc) does not apply the host's POSIX ACLs" in reason
     assert f"chown -R 10001:10001 {setup.workspace}" in reason
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to chown the workspace")
+def test_hooks_of_a_configured_user_commit_in_a_checkout_of_another(
+    tmp_path: Path, docker_tracker: DockerTracker
+) -> None:
+    setup = _setup(tmp_path, docker_tracker.worker_id)
+    owner, hook = 1234, 2345
+    for directory, dirs, files in os.walk(setup.workspace):
+        for name in (directory, *(os.path.join(directory, n) for n in (*dirs, *files))):
+            os.lchown(name, owner, owner)
+    settings = setup.settings("session", **{"sandbox.user": hook, "sandbox.group": hook})
+    with Worker(settings) as worker:
+        worker.handle(_edit(setup))
+        worker.handle(setup.event("stop", status="completed", loop_count=0))
+    records = _records(setup.state)
+    assert [r["outcome"] for r in records if r["kind"] == "hook"] == ["ok"] * 3
+    assert setup.view("uid").strip() == str(hook)
+    assert setup.view("git-err") == ""
+    assert setup.view("staged").split() == ["staged.env"]
+    access = next(r for r in records if r["kind"] == "decision")["workspace_access"]
+    assert (access["mechanism"], access["owner_uid"], access["hook_uids"]) == ("acl", owner, [hook])
+    log = git(setup.workspace, "-c", "safe.directory=*", "log", "--format=%s", "-1")
+    assert log == "committed by a hook"
+    # what the hooks created (git's new objects, the index) stays the owner's to use
+    index = setup.workspace / ".git" / "index"
+    assert index.stat().st_uid == hook
+    default = acl.decode(os.getxattr(setup.workspace / ".git", acl.DEFAULT))
+    assert acl.perm_of(default, acl.USER, owner) == 7

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import os
 import shutil
@@ -130,26 +131,39 @@ def prepare(
 
 
 def _make(path: Path, uid: int, gid: int) -> bool:
-    """Create the home (parents root-only but searchable) owned by the hook uid."""
+    """Create the home (parents root-only but searchable) owned by the hook uid; several
+    workers may ask at once (one `cloudrunner run` per event), so under a lock."""
+    if path.is_dir():
+        return False
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o711)
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        return False
+        lock = os.open(path.parent / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         raise HomeError(
             f"cannot create the hook HOME {path}: {exc.strerror}; give a writable state_dir"
         ) from None
     try:
-        os.chown(path, uid, gid, follow_symlinks=False)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.rmdir(path)
-        raise HomeError(
-            f"cannot hand the hook HOME {path} to the hook uid {uid}: {exc.strerror}; run "
-            f"the worker as root or as uid {uid}, or set home.enabled = false"
-        ) from None
-    return True
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            raise HomeError(
+                f"cannot create the hook HOME {path}: {exc.strerror}; give a writable state_dir"
+            ) from None
+        try:
+            os.chown(path, uid, gid, follow_symlinks=False)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+            raise HomeError(
+                f"cannot hand the hook HOME {path} to the hook uid {uid}: {exc.strerror}; run "
+                f"the worker as root or as uid {uid}, or set home.enabled = false"
+            ) from None
+        return True
+    finally:
+        os.close(lock)
 
 
 def _write_new(dir_fd: int, name: str, text: str, uid: int, gid: int) -> None:

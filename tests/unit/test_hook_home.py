@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,27 @@ def test_remove_all_removes_the_homes_and_nothing_a_link_points_at(tmp_path: Pat
     hook_home.remove_all(root)
     assert not root.exists()
     assert (keep / "file").read_text() == "k\n"
+
+
+def test_many_workers_making_one_home_at_once_all_get_it(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    home = tmp_path / "homes" / "k" / "project"
+    script = (
+        "import sys, os\n"
+        "from pathlib import Path\n"
+        "from cloudrunner import hook_home\n"
+        "uid = 10001 if os.geteuid() == 0 else os.geteuid()\n"
+        "s = hook_home.prepare(Path(sys.argv[1]), uid, uid, workspace=Path(sys.argv[2]),\n"
+        "    limit=1 << 20, git_name='n', git_email='e@x')\n"
+        "print(int(s.created))\n"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(home), str(ws)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(8)
+    ]
+    outs = [p.communicate(timeout=60)[0].strip() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8
+    assert sorted(outs) == ["0"] * 7 + ["1"]

@@ -375,6 +375,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.set_defaults(handler=command, gate_command=name)
 
 
+def _grant_hint(workspace: Path, user: tuple[int, int] | None, probe: ProbeResult) -> str:
+    """Why a workspace of another owner may still work: the worker grants the hook uid
+    access (`ownership`) before its first probe, which `gate status` does not do."""
+    if probe.writable or user is None or "(EACCES)" not in probe.detail:
+        return ""
+    try:
+        owner = workspace.stat().st_uid
+    except OSError:
+        return ""
+    if owner == user[0]:
+        return ""
+    return (
+        f"the worker grants uid {user[0]} the owner's access (POSIX ACL entries) when it "
+        "adopts the workspace, before its own probe"
+    )
+
+
 def _user(text: str) -> tuple[int, int]:
     uid, _, gid = text.partition(":")
     try:
@@ -414,6 +431,9 @@ def command(args: argparse.Namespace) -> int:
     decision = evaluate(workspace, state_dir, as_user=user)
     # Held closed, evaluate() leaves the workspace alone; status was asked to probe.
     probe = decision.probe if decision.probe is not None else probe_writable(workspace, user)
+    hint = _grant_hint(workspace, user, probe)
+    if hint:
+        probe = ProbeResult(probe.path, probe.writable, f"{probe.detail}; {hint}")
     if args.json:
         print(
             json.dumps(

@@ -164,6 +164,7 @@ def test_cli_close_open_auto_and_status(
         # root owns the workspace: the probe writes as the hook uid, which may not yet
         assert status["writable"] is False
         assert "the hook user 10001:10001 cannot create a file" in status["probe"]
+        assert "the worker grants uid 10001 the owner's access" in status["probe"]
         ownership.grant_workspace(workspace, [10001])
         assert main([*args, "--json"]) == 0
         status = json.loads(capsys.readouterr().out)

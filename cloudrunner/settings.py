@@ -78,6 +78,9 @@ class HomeSettings(_Section):
     max_bytes: ByteSize = 512 * MIB
     """the most a HOME may hold; measured before each event's hooks of that source, and
     over it the source's hooks do not run (sandbox_error naming the directory)"""
+    measure_interval_s: float = Field(default=10.0, ge=0)
+    """a long-lived worker measures a HOME at most this often (a walk of a large cache costs
+    milliseconds per event); 0: before every event"""
     remove_with_session: bool = True
     """remove a daemon session's homes when the session is closed (DELETE /v1/sessions/ID)"""
     git_user_name: str = Field(default="cloudrunner hook", min_length=1)

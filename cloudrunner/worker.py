@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +128,8 @@ class Worker(ClosesOnExit):
         #: how hooks got the owner's access to each workspace (once per worker)
         self._access: dict[Path, ownership.AccessReport] = {}
         self.home_root = home_root or settings.state_dir / "homes"
+        #: each home's last measurement (monotonic time, bytes)
+        self._home_sizes: dict[Path, tuple[float, int]] = {}
         self._owns_audit = audit is None
         self.audit = audit or open_audit(settings)
 
@@ -567,10 +570,15 @@ class Worker(ClosesOnExit):
         home = (homes or {}).get(kind)
         if home is not None:
             settings = self.settings.home
+            last = self._home_sizes.get(home)
+            recent = last is not None and time.monotonic() - last[0] < settings.measure_interval_s
             status = hook_home.prepare(
                 home, uid, gid, workspace=ws.root, limit=settings.max_bytes,
                 git_name=settings.git_user_name, git_email=settings.git_user_email,
+                known_size=last[1] if recent and last is not None else None,
             )  # fmt: skip
+            if not recent:
+                self._home_sizes[home] = (time.monotonic(), status.used)
             if prepared is not None:
                 prepared[str(kind)] = status.to_dict()
         config_dirs = () if _inside(working_dir, ws.root) else (working_dir,)

@@ -257,7 +257,7 @@ def test_a_home_over_its_limit_stops_that_sources_hooks_with_the_fix_named(
     tmp_path: Path, docker_tracker: DockerTracker
 ) -> None:
     setup = _setup(tmp_path, docker_tracker.worker_id)
-    settings = setup.settings("hook", **{"home.max_bytes": 64 * 1024})
+    settings = setup.settings("hook", **{"home.max_bytes": 64 * 1024, "home.measure_interval_s": 0})
     with Worker(settings) as worker:
         worker.handle(_edit(setup))
         home = Path(setup.view("home").strip())
@@ -269,6 +269,14 @@ def test_a_home_over_its_limit_stops_that_sources_hooks_with_the_fix_named(
     assert str(home) in project[-1]["reason"] and "home.max_bytes" in project[-1]["reason"]
     # the other source has its own home and still runs
     assert [h["outcome"] for h in hooks if h["source"] == "enterprise"] == ["ok", "ok"]
+    # a long-lived worker measures at most every home.measure_interval_s (default 10 s)
+    with Worker(setup.settings("hook", **{"home.max_bytes": 64 * 1024})) as worker:
+        (home / "big").unlink()
+        worker.handle(_edit(setup))
+        (home / "big").write_bytes(b"x" * 200 * 1024)
+        worker.handle(_edit(setup))  # within the interval: the earlier size stands
+    last = [h for h in _records(setup.state) if h["kind"] == "hook"][-1]
+    assert (last["source"], last["outcome"]) == ("project", "ok")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a file system")

@@ -142,9 +142,16 @@ def _probe_as(workspace: Path, user: tuple[int, int]) -> ProbeResult:
         dir_fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
         return ProbeResult(workspace, False, _describe(exc, "open the workspace directory"))
-    read_end, write_end = os.pipe2(os.O_CLOEXEC)
     try:
-        pid = os.fork()
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+    except OSError as exc:
+        os.close(dir_fd)
+        return ProbeResult(workspace, False, _describe(exc, "start the probe"))
+    try:
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            return ProbeResult(workspace, False, _describe(exc, f"start the probe as {who}"))
         if pid == 0:  # pragma: no cover - the child's coverage is not collected
             _child_probe(dir_fd, name, user, write_end)
         os.close(write_end)
@@ -172,8 +179,8 @@ def _probe_as(workspace: Path, user: tuple[int, int]) -> ProbeResult:
 
 
 def _child_probe(dir_fd: int, name: str, user: tuple[int, int], out: int) -> None:
-    step = "become the hook user"
     answer = "ok"
+    step = "become the hook user"
     try:
         os.setgroups([])
         os.setresgid(user[1], user[1], user[1])
@@ -185,12 +192,13 @@ def _child_probe(dir_fd: int, name: str, user: tuple[int, int], out: int) -> Non
             step = "write and flush a file"
             os.write(fd, b"cloudrunner write probe\n")
             os.fsync(fd)
-        finally:
-            os.close(fd)
-            step = f"remove the probe file {name}"
-            os.unlink(name, dir_fd=dir_fd)
+        except OSError as exc:
+            answer = f"{step}\t{exc.errno}\t{exc.strerror}"
+        os.close(fd)
+        step = f"remove the probe file {name}"
+        os.unlink(name, dir_fd=dir_fd)
     except OSError as exc:
-        answer = f"{step}\t{exc.errno}\t{exc.strerror}"
+        answer = answer if answer != "ok" else f"{step}\t{exc.errno}\t{exc.strerror}"
     except BaseException:
         answer = "error"
     try:

@@ -79,11 +79,15 @@ def _payload(ws: Path) -> bytes:
     ).encode()
 
 
-def _interleaved(calls: list[Callable[[], None]], events: int) -> list[list[float]]:
-    """Milliseconds per call, the calls taken in turn `events` times after two warm-ups."""
+def _interleaved(
+    calls: list[Callable[[], None]], events: int, warmed: Callable[[], None]
+) -> list[list[float]]:
+    """Milliseconds per call, the calls taken in turn `events` times after two warm-ups
+    (then `warmed()` is called)."""
     for _ in range(2):
         for call in calls:
             call()
+    warmed()
     out: list[list[float]] = [[] for _ in calls]
     for _ in range(events):
         for row, call in zip(out, calls, strict=True):
@@ -102,6 +106,33 @@ def _bare(ws: Path, payload: bytes, hooks: int) -> None:
             capture_output=True,
             check=True,
         )
+
+
+def _throttled_ns(pool: SessionPool) -> int | None:
+    """CFS throttled time (ns) of the pool's session containers so far (cgroup v1 or v2;
+    None when the engine's cgroups are not visible here). Unlike wall time, this does not
+    depend on what else the machine runs: it is the time the quota held the hooks back."""
+    total, seen = 0, False
+    for entry in list(pool._entries.values()):
+        cid = entry.sandbox.container_id
+        if cid is None:
+            continue
+        for path in (
+            f"/sys/fs/cgroup/cpu/docker/{cid}/cpu.stat",
+            f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/cpu.stat",
+        ):
+            try:
+                text = Path(path).read_text()
+            except OSError:
+                continue
+            for line in text.splitlines():
+                key, _, value = line.partition(" ")
+                if key == "throttled_time":  # v1: ns
+                    total, seen = total + int(value), True
+                elif key == "throttled_usec":  # v2: us
+                    total, seen = total + int(value) * 1000, True
+            break
+    return total if seen else None
 
 
 def _through_worker(ws: Path, state: Path, session_cpus: float | None) -> Worker:
@@ -143,8 +174,17 @@ def main(argv: list[str] | None = None) -> int:
                     raise SystemExit(f"a hook did not run cleanly: {bad}")
 
             calls.append(one)
+        before: list[int | None] = []
+
+        def warmed() -> None:
+            before.extend(_throttled_ns(pool) for pool in pools)
+
         # interleaved, so a change in the machine's load touches every row alike
-        times = _interleaved(calls, args.events)
+        times = _interleaved(calls, args.events, warmed)
+        throttled = [
+            None if start is None or (end := _throttled_ns(pool)) is None else end - start
+            for start, pool in zip(before, pools, strict=True)
+        ]
     finally:
         for worker in workers:
             worker.close()
@@ -156,12 +196,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.hooks} node hooks on one event, {args.events} events, {machine_cores()} cores, "
         f"host node {node.stdout.strip()}"
     )
-    print(f"{'':34} {'p50 ms':>8} {'p90 ms':>8} {'x bare':>7}")
+    print(f"{'':34} {'p50 ms':>8} {'p90 ms':>8} {'x bare':>7} {'throttled ms/event':>19}")
     bare = statistics.median(times[0])
-    for label, row in zip(labels, times, strict=True):
+    for n, (label, row) in enumerate(zip(labels, times, strict=True)):
         p50 = statistics.median(row)
         p90 = statistics.quantiles(row, n=10)[-1]
-        print(f"{label:34} {p50:8.1f} {p90:8.1f} {p50 / bare:7.2f}")
+        held = throttled[n - 1] if n else None
+        shown = "-" if held is None else f"{held / 1e6 / args.events:.1f}"
+        print(f"{label:34} {p50:8.1f} {p90:8.1f} {p50 / bare:7.2f} {shown:>19}")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     return 0
 
 

@@ -20,6 +20,7 @@ from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID
 from cloudrunner.settings import Settings, load_settings
 from cloudrunner.worker import PayloadRefused, Worker
 from tests.support.ci import missing
+from tests.support.daemon_process import daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
 from tests.support.mounts import mount
@@ -344,3 +345,68 @@ def test_hooks_of_a_configured_user_commit_in_a_checkout_of_another(
     assert index.stat().st_uid == hook
     default = acl.decode(os.getxattr(setup.workspace / ".git", acl.DEFAULT))
     assert acl.perm_of(default, acl.USER, owner) == 7
+
+
+GUARD = """#!/bin/sh
+# a failClosed secret guard: it denies committing a staged .env, and needs git to say so
+staged=$(git diff --cached --name-only) || exit 1
+case "$staged" in
+  *.env*) echo '{"permission": "deny", "user_message": "a staged .env would be committed"}' ;;
+  *) echo '{"permission": "allow"}' ;;
+esac
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own the workspace as root")
+def test_through_the_client_a_repository_without_commits_gets_its_guards_answer(
+    tmp_path: Path, docker_tracker: DockerTracker
+) -> None:
+    tmp_path.chmod(0o755)
+    ws = tmp_path / "fresh"
+    (ws / ".cursor").mkdir(parents=True)
+    (ws / ".cursor" / "guard.sh").write_text(GUARD)
+    (ws / ".cursor" / "guard.sh").chmod(0o755)
+    (ws / ".cursor" / "hooks.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "hooks": {
+                    "beforeShellExecution": [
+                        {"command": ".cursor/guard.sh", "matcher": "git commit", "failClosed": True}
+                    ]
+                },
+            }
+        )
+    )
+    git(ws, "init", "-q", "-b", "main")
+    (ws / ".env").write_text("TOKEN=1\n")
+    git(ws, "add", ".env")
+    state = tmp_path / "state"
+    daemon = daemon_process(
+        ["--workspace", str(ws), "--state-dir", str(state),
+         "--enterprise-hooks", str(tmp_path / "none.json"), "--isolation", "session"],
+        state=state, worker_id=docker_tracker.worker_id,
+    ).start()  # fmt: skip
+    try:
+        event = {
+            "hook_event_name": "beforeShellExecution",
+            "conversation_id": "c1",
+            "generation_id": "g1",
+            "cursor_version": "1.7.0",
+            "workspace_roots": [str(ws)],
+            "command": "git commit -m wip",
+            "cwd": str(ws),
+        }
+        env = {"CLOUDRUNNER_SOCKET": str(daemon.socket_path)}
+        proc = run_client(["hook", "beforeShellExecution"], event, env=env)
+    finally:
+        daemon.stop()
+    assert proc.returncode == 0, proc.stderr.decode()
+    # the repository's own failClosed guard answered: no fail-open for want of a commit
+    answer = json.loads(proc.stdout)
+    assert answer["permission"] == "deny", proc.stderr.decode()
+    # denied by what the guard saw staged, not for a failure of the guard (failClosed)
+    assert answer["user_message"] == "a staged .env would be committed"
+    assert b"fail-open" not in proc.stderr
+    decision = [r for r in _records(state) if r["kind"] == "decision"][-1]
+    assert decision["commit"] is None

@@ -40,6 +40,11 @@ class HomeError(CloudrunnerError):
     """A hook HOME cannot be used (the message names the directory and the fix)."""
 
 
+class HomeUnavailable(HomeError):
+    """This worker cannot give the hook uid a home (it may not chown): hooks keep the
+    image's HOME, and the record says why."""
+
+
 @dataclass(frozen=True)
 class HomeStatus:
     """A prepared home: where it is and what it held before the hooks ran."""
@@ -135,7 +140,7 @@ def prepare(
 def _make(path: Path, uid: int, gid: int) -> bool:
     """Create the home (parents root-only but searchable) owned by the hook uid; several
     workers may ask at once (one `cloudrunner run` per event), so under a lock."""
-    if path.is_dir():
+    if os.path.isdir(path):
         return False
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o711)
@@ -159,9 +164,10 @@ def _make(path: Path, uid: int, gid: int) -> bool:
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.rmdir(path)
-            raise HomeError(
-                f"cannot hand the hook HOME {path} to the hook uid {uid}: {exc.strerror}; run "
-                f"the worker as root or as uid {uid}, or set home.enabled = false"
+            raise HomeUnavailable(
+                f"cannot hand the hook HOME {path} to the hook uid {uid}: {exc.strerror}; "
+                f"hooks keep the image's HOME; run the worker as root or as uid {uid} to "
+                "give them one"
             ) from None
         return True
     finally:

@@ -206,11 +206,8 @@ class Worker(ClosesOnExit):
             plan.payload.transcript_path, state_dir=self.settings.state_dir, workspace=ws.root
         )
         homes = self._homes(ws, {hook.source_kind for hook in plan.hooks_to_run})
-        prepared: dict[str, dict[str, object]] = {}
         sandboxes = SandboxSet(
-            lambda kind, wd: self._open(
-                kind, wd, ws, session_label, shown=shown, homes=homes, prepared=prepared
-            )
+            lambda kind, wd: self._open(kind, wd, ws, session_label, shown=shown, homes=homes)
         )
         try:
             outcome = run_plan(
@@ -219,7 +216,7 @@ class Worker(ClosesOnExit):
                 workspace=ws.root,
                 session_env=state.env,
                 max_parallel=self.settings.max_parallel_hooks,
-                homes={kind: str(path) for kind, path in homes.items()},
+                homes={kind: str(home.path) for kind, home in homes.items() if home.path},
             )
         finally:
             sandboxes.close()
@@ -243,7 +240,7 @@ class Worker(ClosesOnExit):
                     "decision": merged.answer,
                     "blocked_by": merged.blocked_by.hook.hook_id if merged.blocked_by else None,
                     "hooks": len(outcome.results),
-                    **_sandbox_view(access, shown, prepared),
+                    **_sandbox_view(access, shown, homes),
                 },
             ),
         ]
@@ -312,10 +309,34 @@ class Worker(ClosesOnExit):
             self._access[ws.root] = report
         return report
 
-    def _homes(self, ws: workspace.Workspace, kinds: set[SourceKind]) -> dict[SourceKind, Path]:
+    def _homes(self, ws: workspace.Workspace, kinds: set[SourceKind]) -> dict[SourceKind, _Home]:
+        """Each source's HOME, made and measured before its hooks run (see `hook_home`)."""
         if not self.settings.home.enabled:
             return {}
-        return {kind: hook_home.home_dir(self.home_root, ws.root, str(kind)) for kind in kinds}
+        settings = self.settings.home
+        out: dict[SourceKind, _Home] = {}
+        for kind in kinds:
+            path = hook_home.home_dir(self.home_root, ws.root, str(kind))
+            last = self._home_sizes.get(path)
+            recent = last is not None and time.monotonic() - last[0] < settings.measure_interval_s
+            try:
+                uid, gid = identity_for(self.settings.sandbox.profile_for(str(kind)), ws.root)
+                status = hook_home.prepare(
+                    path, uid, gid, workspace=ws.root, limit=settings.max_bytes,
+                    git_name=settings.git_user_name, git_email=settings.git_user_email,
+                    known_size=last[1] if recent and last is not None else None,
+                )  # fmt: skip
+            except hook_home.HomeUnavailable as exc:
+                # hooks keep the image's HOME, and the record says why
+                out[kind] = _Home(None, {"path": None, "reason": exc.message})
+                continue
+            except CloudrunnerError as exc:
+                out[kind] = _Home(path, {"path": str(path), "error": exc.message}, exc)
+                continue
+            if not recent:
+                self._home_sizes[path] = (time.monotonic(), status.used)
+            out[kind] = _Home(path, status.to_dict())
+        return out
 
     def _document(self, payload: bytes, event: str | None) -> dict[str, Any]:
         cap = self.settings.max_payload_bytes
@@ -534,8 +555,7 @@ class Worker(ClosesOnExit):
         session: str,
         *,
         shown: transcript.Transcript | None = None,
-        homes: Mapping[SourceKind, Path] | None = None,
-        prepared: dict[str, dict[str, object]] | None = None,
+        homes: Mapping[SourceKind, _Home] | None = None,
     ) -> Sandbox:
         profile = self.settings.sandbox.profile_for(str(kind))
         if kind is SourceKind.PROJECT:
@@ -567,20 +587,10 @@ class Worker(ClosesOnExit):
                 f"(chown -R {uid}:{gid} {ws.root}), or set sandbox.user to the owner's uid "
                 "when it is not 0"
             )
-        home = (homes or {}).get(kind)
-        if home is not None:
-            settings = self.settings.home
-            last = self._home_sizes.get(home)
-            recent = last is not None and time.monotonic() - last[0] < settings.measure_interval_s
-            status = hook_home.prepare(
-                home, uid, gid, workspace=ws.root, limit=settings.max_bytes,
-                git_name=settings.git_user_name, git_email=settings.git_user_email,
-                known_size=last[1] if recent and last is not None else None,
-            )  # fmt: skip
-            if not recent:
-                self._home_sizes[home] = (time.monotonic(), status.used)
-            if prepared is not None:
-                prepared[str(kind)] = status.to_dict()
+        prepared = (homes or {}).get(kind)
+        if prepared is not None and prepared.error is not None:
+            raise prepared.error  # over its size limit: this source's hooks do not run
+        home = prepared.path if prepared is not None else None
         config_dirs = () if _inside(working_dir, ws.root) else (working_dir,)
         # The state directory is where the engine sees it, the package may not be (a worker
         # in a container), so session agents mount their files from a staged copy there.
@@ -739,10 +749,20 @@ def _attested_limits(attestation: Mapping[str, Any], timeout: float) -> dict[str
     return {**found, "timeout_s": timeout}
 
 
+@dataclass(frozen=True)
+class _Home:
+    """A source's HOME for one event: where (None: the image's), what the record says, and
+    the error that stops the source's hooks (over its size limit)."""
+
+    path: Path | None
+    view: dict[str, object]
+    error: CloudrunnerError | None = None
+
+
 def _sandbox_view(
     access: ownership.AccessReport | None,
     shown: transcript.Transcript | None,
-    homes: Mapping[str, Mapping[str, object]],
+    homes: Mapping[SourceKind, _Home],
 ) -> dict[str, Any]:
     """What the decision record says about the hooks' view: how they got the owner's access
     to the workspace, the transcript (when the event names one) and each source's HOME."""
@@ -752,7 +772,7 @@ def _sandbox_view(
     if shown is not None:
         view["transcript"] = shown.to_dict()
     if homes:
-        view["homes"] = dict(homes)
+        view["homes"] = {str(kind): home.view for kind, home in sorted(homes.items())}
     return view
 
 

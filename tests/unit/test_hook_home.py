@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -152,3 +154,43 @@ def test_many_workers_making_one_home_at_once_all_get_it(tmp_path: Path) -> None
     outs = [p.communicate(timeout=60)[0].strip() for p in procs]
     assert [p.returncode for p in procs] == [0] * 8
     assert sorted(outs) == ["0"] * 7 + ["1"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another uid")
+def test_a_worker_that_may_not_chown_leaves_hooks_the_images_home_and_says_why(
+    tmp_path: Path,
+) -> None:
+    tmp_path = Path(tempfile.mkdtemp(prefix="cloudrunner-home-"))  # every uid can reach it
+    tmp_path.chmod(0o755)
+    base = tmp_path / "homes"
+    base.mkdir()
+    os.chown(base, 5000, 5000)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        os.close(read_end)
+        os.setgroups([])
+        os.setresgid(5000, 5000, 5000)
+        os.setresuid(5000, 5000, 5000)
+        try:
+            hook_home.prepare(
+                base / "k" / "project", 6000, 6000, workspace=ws, limit=1 << 20,
+                git_name="n", git_email="e@x",
+            )  # fmt: skip
+            message = "made"
+        except hook_home.HomeUnavailable as exc:
+            message = exc.message
+        except BaseException as exc:
+            message = f"other: {exc!r}"
+        os.write(write_end, message.encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as fh:
+        message = fh.read()
+    os.waitpid(pid, 0)
+    made = (base / "k" / "project").exists()
+    shutil.rmtree(tmp_path)
+    assert "cannot hand the hook HOME" in message and "keep the image's HOME" in message
+    assert not made

@@ -32,6 +32,9 @@ from cloudrunner.workspace import WorkspaceError
 Mechanism = Literal["owner", "acl", "deferred"]
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FULL = acl.READ | acl.WRITE | acl.EXECUTE
+#: directories nested deeper than this are left alone (and counted): the walk holds one
+#: descriptor per level, and a repository could nest thousands
+MAX_DEPTH = 256
 
 
 class WorkspaceAccessError(WorkspaceError):
@@ -203,7 +206,7 @@ class _Walk:
         os.setxattr(target, acl.ACCESS, value, follow_symlinks=isinstance(target, int))
         self.changed += 1
 
-    def directory(self, fd: int, st: os.stat_result) -> None:
+    def directory(self, fd: int, st: os.stat_result, depth: int = 0) -> None:
         self._access(fd, st)
         default = _read(fd, acl.DEFAULT)
         if default is None:
@@ -226,7 +229,10 @@ class _Walk:
             if child.st_dev != self.device:
                 self._skip("on another file system")
             elif stat.S_ISDIR(child.st_mode):
-                self._subdirectory(fd, name)
+                if depth >= MAX_DEPTH:
+                    self._skip(f"directory nested deeper than {MAX_DEPTH} levels")
+                    continue
+                self._subdirectory(fd, name, depth + 1)
             elif stat.S_ISREG(child.st_mode):
                 if child.st_nlink > 1:
                     # a hard link may be the same file as one outside the workspace
@@ -245,7 +251,7 @@ class _Walk:
             elif not stat.S_ISLNK(child.st_mode):
                 self._skip("not a regular file or directory")
 
-    def _subdirectory(self, parent: int, name: str) -> None:
+    def _subdirectory(self, parent: int, name: str, depth: int) -> None:
         try:
             fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
         except FileNotFoundError:
@@ -261,6 +267,6 @@ class _Walk:
             if st.st_dev != self.device:
                 self._skip("on another file system")
                 return
-            self.directory(fd, st)
+            self.directory(fd, st, depth)
         finally:
             os.close(fd)

@@ -161,3 +161,20 @@ def test_a_non_root_owner_keeps_access_to_what_hooks_create(tree: Path) -> None:
     default = acl.decode(os.getxattr(tree / "sub", acl.DEFAULT))
     assert acl.perm_of(default, acl.USER, 4242) == 7
     assert acl.perm_of(default, acl.USER, HOOK) == 7
+
+
+def test_a_tree_nested_deeper_than_the_limit_is_granted_to_the_limit_and_says_so(
+    tree: Path,
+) -> None:
+    deep = tree / "sub" / "deep"
+    fd = os.open(deep, os.O_RDONLY)
+    try:
+        for _ in range(ownership.MAX_DEPTH + 5):  # relative steps: no PATH_MAX
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+    report = ownership.grant_workspace(tree, [HOOK])
+    assert report.skipped == {f"directory nested deeper than {ownership.MAX_DEPTH} levels": 1}

@@ -193,39 +193,60 @@ def _write_new(dir_fd: int, name: str, text: str, uid: int, gid: int) -> None:
         os.close(fd)
 
 
+#: a HOME nested deeper than this is refused (the walk holds one descriptor per level)
+MAX_DEPTH = 512
+
+
 def measure(dir_fd: int, limit: int) -> int:
     """Bytes on disk under the directory `dir_fd` (each inode once, no link followed),
-    stopping once the count passes `limit`."""
+    stopping once the count passes `limit`. One descriptor is open per level, so a wide
+    directory costs none; nesting deeper than MAX_DEPTH is a HomeError."""
     total = 0
     seen: set[tuple[int, int]] = set()
-    stack = [os.dup(dir_fd)]
+    first = os.dup(dir_fd)
+    stack: list[tuple[int, list[str]]] = [(first, _names(first))]
     try:
         while stack:
-            fd = stack.pop()
-            try:
-                with os.scandir(fd) as entries:
-                    names = [entry.name for entry in entries]
-                for name in names:
-                    try:
-                        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                    except FileNotFoundError:
-                        continue
-                    if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
-                        if (st.st_dev, st.st_ino) in seen:
-                            continue
-                        seen.add((st.st_dev, st.st_ino))
-                    total += st.st_blocks * 512
-                    if total > limit:
-                        return total
-                    if stat.S_ISDIR(st.st_mode):
-                        with contextlib.suppress(OSError):
-                            stack.append(os.open(name, _DIR_FLAGS, dir_fd=fd))
-            finally:
+            fd, names = stack[-1]
+            if not names:
                 os.close(fd)
+                stack.pop()
+                continue
+            name = names.pop()
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+                if (st.st_dev, st.st_ino) in seen:
+                    continue
+                seen.add((st.st_dev, st.st_ino))
+            total += st.st_blocks * 512
+            if total > limit:
+                return total
+            if stat.S_ISDIR(st.st_mode):
+                if len(stack) >= MAX_DEPTH:
+                    raise HomeError(
+                        f"the hook HOME nests directories deeper than {MAX_DEPTH} levels, so "
+                        "its size cannot be checked; remove the deep tree from it"
+                    )
+                try:
+                    child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except OSError:
+                    continue  # vanished, or replaced by a link meanwhile
+                try:
+                    stack.append((child, _names(child)))
+                except OSError:
+                    os.close(child)
     finally:
-        for fd in stack:
+        for fd, _ in stack:
             os.close(fd)
     return total
+
+
+def _names(fd: int) -> list[str]:
+    with os.scandir(fd) as entries:
+        return [entry.name for entry in entries]
 
 
 def remove_all(home_root: Path) -> None:

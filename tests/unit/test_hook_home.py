@@ -194,3 +194,31 @@ def test_a_worker_that_may_not_chown_leaves_hooks_the_images_home_and_says_why(
     shutil.rmtree(tmp_path)
     assert "cannot hand the hook HOME" in message and "keep the image's HOME" in message
     assert not made
+
+
+def test_a_wide_home_is_measured_whole_and_a_deep_one_is_refused(tmp_path: Path) -> None:
+    wide = tmp_path / "wide"
+    wide.mkdir()
+    for n in range(300):
+        (wide / f"d{n}").mkdir()
+        (wide / f"d{n}" / "f").write_bytes(b"x" * 4096)
+    fd = os.open(wide, os.O_RDONLY)
+    try:
+        assert hook_home.measure(fd, 1 << 40) >= 300 * 4096  # no directory left out
+    finally:
+        os.close(fd)
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    fd = os.open(deep, os.O_RDONLY)
+    try:
+        step = os.dup(fd)
+        for _ in range(hook_home.MAX_DEPTH + 2):
+            os.mkdir("d", dir_fd=step)
+            child = os.open("d", os.O_RDONLY, dir_fd=step)
+            os.close(step)
+            step = child
+        os.close(step)
+        with pytest.raises(HomeError, match="deeper than 512 levels"):
+            hook_home.measure(fd, 1 << 40)
+    finally:
+        os.close(fd)

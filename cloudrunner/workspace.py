@@ -408,6 +408,18 @@ def _clone_into(
             runner.fetch(*depth, "--no-tags", "HEAD")
             runner.run("checkout", "-q", "--detach", "FETCH_HEAD")
             ref_kind = "default"
+        elif not refs:
+            # a repository without any commit yet: nothing to fetch, its branch is unborn
+            # (as after `git clone` of it); adopted and run like any other, commit null
+            return Workspace(
+                root=dest,
+                commit=None,
+                origin=source.url,
+                ref=None,
+                ref_kind="default",
+                strategy="full",
+                notes=("the repository has no commit yet: commit is null",),
+            )
         else:
             raise RefNotFound(
                 f"repository {source.url} has no default branch (it may be empty); "

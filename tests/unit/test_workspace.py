@@ -509,6 +509,19 @@ def test_adopt_takes_a_repository_without_commits_with_commit_none(tmp_path: Pat
     assert ws.head_commit(adopted) == first
 
 
+def test_a_repository_without_commits_is_cloned_with_commit_none(tmp_path: Path) -> None:
+    origin = tmp_path / "empty.git"
+    git(tmp_path, "init", "-q", "--bare", str(origin))
+    cloned = ws.clone(origin.as_uri(), tmp_path / "clone")
+    assert cloned.commit is None
+    assert any("no commit yet" in note for note in cloned.notes)
+    # the clone is a repository; adopting it again (a later process) agrees
+    assert ws.adopt(tmp_path / "clone").commit is None
+    # a ref that names nothing in an empty repository is still refused
+    with pytest.raises(RefNotFound):
+        ws.clone(origin.as_uri(), tmp_path / "clone2", ref="main")
+
+
 def test_adopt_refuses_a_head_that_names_a_missing_commit(tmp_path: Path) -> None:
     broken = tmp_path / "broken"
     broken.mkdir()

@@ -410,3 +410,33 @@ def test_through_the_client_a_repository_without_commits_gets_its_guards_answer(
     assert b"fail-open" not in proc.stderr
     decision = [r for r in _records(state) if r["kind"] == "decision"][-1]
     assert decision["commit"] is None
+
+
+def test_an_empty_repository_is_cloned_and_answered_not_refused(
+    tmp_path: Path, docker_tracker: DockerTracker
+) -> None:
+    origin = tmp_path / "empty.git"
+    git(tmp_path, "init", "-q", "--bare", str(origin))
+    state = tmp_path / "state"
+    settings = load_settings(
+        environ={},
+        overrides={
+            "state_dir": state,
+            "worker_id": docker_tracker.worker_id,
+            "sources.enterprise_hooks": tmp_path / "none.json",
+            "workspace.repo": origin.as_uri(),
+        },
+    )
+    event = {
+        "hook_event_name": "stop",
+        "conversation_id": "c1",
+        "generation_id": "g1",
+        "cursor_version": "1.7.0",
+        "status": "completed",
+        "loop_count": 0,
+    }
+    for _ in range(2):  # a process clones, the next adopts the clone it finds
+        with Worker(settings) as worker:
+            assert worker.handle(json.dumps(event).encode()).answer == {}
+    decisions = [r for r in _records(state) if r["kind"] == "decision"]
+    assert [d["commit"] for d in decisions] == [None, None]

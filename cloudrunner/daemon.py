@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cloudrunner import gate
+from cloudrunner import gate, hook_home
 from cloudrunner.closing import ClosesOnExit
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.metrics import DaemonMetrics
@@ -264,6 +264,8 @@ class Daemon(ClosesOnExit):
         for ws in session.worker.workspaces():
             closed += self.pool.close_workspace(ws.root)
         session.worker.close()
+        if self.settings.home.remove_with_session:
+            hook_home.remove_all(_session_homes(self.settings, session_id))
         return closed
 
     def set_gate(self, session_id: str, state: str) -> dict[str, Any]:
@@ -300,12 +302,13 @@ class Daemon(ClosesOnExit):
                                          "path": None})  # fmt: skip
         settings = self.settings.model_copy(update={"workspace": ws})
         gate_dir = self.settings.state_dir / "daemon" / "gates" / info.id
-        return _Session(info, self._worker(settings, gate_dir), gate_dir)
+        worker = self._worker(settings, gate_dir, home_root=_session_homes(settings, info.id))
+        return _Session(info, worker, gate_dir)
 
-    def _worker(self, settings: Settings, gate_dir: Path) -> Worker:
+    def _worker(self, settings: Settings, gate_dir: Path, home_root: Path | None = None) -> Worker:
         return Worker(
             settings, client=self.link, audit=self.audit, pool=self.pool, gate_dir=gate_dir,
-            reap=False,
+            reap=False, home_root=home_root,
         )  # fmt: skip
 
     def _restore_sessions(self) -> None:
@@ -394,6 +397,11 @@ def _unknown(session_id: str) -> DaemonError:
         "unknown-session",
         404,
     )
+
+
+def _session_homes(settings: Settings, session_id: str) -> Path:
+    """Where a daemon session's hook homes live (removed with the session)."""
+    return settings.state_dir / "daemon" / "homes" / session_id
 
 
 def _now() -> str:

@@ -3,7 +3,8 @@
 A cloud agent may begin in a read-only environment. The gate is open when the workspace is
 really writable, which only a real write can tell: permission bits say nothing about a
 read-only mount, and root passes every permission check but still gets EROFS. So the probe
-creates, writes, fsyncs and removes a uniquely named file in the workspace root.
+creates, writes, fsyncs and removes a uniquely named file in the workspace root, as the
+hook user (a worker running as root would pass where hooks fail).
 
 The operator can also hold the gate: the mode persisted in the state directory is `auto`
 (follow the probe; the default), `open` (hooks run whatever the probe says) or `closed`
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID
 
 STATE_FILE = "gate.json"
 LOCK_FILE = "gate.lock"
@@ -80,11 +82,24 @@ class GateDecision:
 # --------------------------------------------------------------------------- probe
 
 
-def probe_writable(workspace: Path) -> ProbeResult:
+def probe_writable(workspace: Path, as_user: tuple[int, int] | None = None) -> ProbeResult:
     """Create, write, fsync and remove a uniquely named file in `workspace`.
 
+    `as_user` (uid, gid): probe as that user, with no supplementary groups, as hooks run
+    (a worker running as root would pass every permission check). Needs root when it is not
+    the worker's own uid; without it the probe runs as the worker and says so.
     Never raises for an unwritable workspace: that is a result, not an error.
     """
+    if as_user is not None and as_user[0] != os.geteuid():
+        if os.geteuid() == 0:
+            return _probe_as(workspace, as_user)
+        own = probe_writable(workspace)
+        return ProbeResult(
+            workspace,
+            own.writable,
+            f"{own.detail} (as the worker's uid {os.geteuid()}: it cannot switch to the "
+            f"hook uid {as_user[0]} to probe as hooks run)",
+        )
     name = f"{PROBE_PREFIX}{os.getpid()}-{uuid.uuid4().hex}"
     target = workspace / name
     if not workspace.is_dir():
@@ -114,6 +129,82 @@ def probe_writable(workspace: Path) -> ProbeResult:
     if failure is not None:
         return ProbeResult(workspace, False, failure)
     return ProbeResult(workspace, True, "a file was created, written, flushed and removed")
+
+
+def _probe_as(workspace: Path, user: tuple[int, int]) -> ProbeResult:
+    """The probe in a forked child that has become `user` (no exec: the worker's Python
+    need not be executable by the hook uid). The child makes only system calls and ends
+    with `os._exit`, so the fork is safe in the threaded daemon."""
+    uid, gid = user
+    who = f"the hook user {uid}:{gid}"
+    name = f"{PROBE_PREFIX}{os.getpid()}-{uuid.uuid4().hex}"
+    try:
+        dir_fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        return ProbeResult(workspace, False, _describe(exc, "open the workspace directory"))
+    try:
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+    except OSError as exc:
+        os.close(dir_fd)
+        return ProbeResult(workspace, False, _describe(exc, "start the probe"))
+    try:
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            return ProbeResult(workspace, False, _describe(exc, f"start the probe as {who}"))
+        if pid == 0:  # pragma: no cover - the child's coverage is not collected
+            _child_probe(dir_fd, name, user, write_end)
+        os.close(write_end)
+        write_end = -1
+        chunks = []
+        while chunk := os.read(read_end, 4096):
+            chunks.append(chunk)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+        os.close(dir_fd)
+    line = b"".join(chunks).decode("utf-8", "replace")
+    if line == "ok":
+        return ProbeResult(workspace, True, f"{who} created, wrote, flushed and removed a file")
+    step, _, rest = line.partition("\t")
+    number, _, text = rest.partition("\t")
+    if not number.isdigit():
+        return ProbeResult(
+            workspace, False, f"the probe as {who} ended without an answer (status {status})"
+        )
+    code = errno.errorcode.get(int(number), "error")
+    return ProbeResult(workspace, False, f"{who} cannot {step}: {text} ({code})")
+
+
+def _child_probe(dir_fd: int, name: str, user: tuple[int, int], out: int) -> None:
+    answer = "ok"
+    step = "become the hook user"
+    try:
+        os.setgroups([])
+        os.setresgid(user[1], user[1], user[1])
+        os.setresuid(user[0], user[0], user[0])
+        step = "create a file"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
+        try:
+            step = "write and flush a file"
+            os.write(fd, b"cloudrunner write probe\n")
+            os.fsync(fd)
+        except OSError as exc:
+            answer = f"{step}\t{exc.errno}\t{exc.strerror}"
+        os.close(fd)
+        step = f"remove the probe file {name}"
+        os.unlink(name, dir_fd=dir_fd)
+    except OSError as exc:
+        answer = answer if answer != "ok" else f"{step}\t{exc.errno}\t{exc.strerror}"
+    except BaseException:
+        answer = "error"
+    try:
+        os.write(out, answer.encode("utf-8", "replace"))
+    finally:
+        os._exit(0)
 
 
 def _describe(exc: OSError, what: str) -> str:
@@ -210,7 +301,13 @@ def _write_atomically(path: Path, data: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- decision
 
 
-def evaluate(workspace: Path, state_dir: Path, *, known_writable: bool = False) -> GateDecision:
+def evaluate(
+    workspace: Path,
+    state_dir: Path,
+    *,
+    known_writable: bool = False,
+    as_user: tuple[int, int] | None = None,
+) -> GateDecision:
     """The gate for the next event: call once per event, before any hooks file is read.
 
     `closed` skips the probe (nothing may touch the workspace); `open` and `auto` probe,
@@ -218,6 +315,7 @@ def evaluate(workspace: Path, state_dir: Path, *, known_writable: bool = False) 
     `known_writable`: this process saw the workspace writable under the same gate state
     (a long-lived worker), so the probe is skipped: hooks start when the environment
     becomes writable (spec section 7), and an environment does not go back to read-only.
+    `as_user`: the hook uid/gid the probe writes as (see `probe_writable`).
     """
     state = read_state(state_dir)
     if state.mode is GateMode.CLOSED:
@@ -230,7 +328,7 @@ def evaluate(workspace: Path, state_dir: Path, *, known_writable: bool = False) 
             "the workspace was found writable earlier (not probed again)",
             state.generation,
         )
-    probe = probe_writable(workspace)
+    probe = probe_writable(workspace, as_user)
     if state.mode is GateMode.OPEN:
         reason = "the gate is held open"
         if not probe.writable:
@@ -273,8 +371,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                 default=None,
                 help="the workspace to probe (default: the current directory)",
             )
+            p.add_argument(
+                "--hook-user",
+                type=_user,
+                default=None,
+                metavar="UID[:GID]",
+                help="probe as this user (default: the workspace owner, or "
+                f"{FALLBACK_HOOK_UID} when root owns it, as hooks run)",
+            )
             p.add_argument("--json", action="store_true", help="print one JSON object")
         p.set_defaults(handler=command, gate_command=name)
+
+
+def _grant_hint(workspace: Path, user: tuple[int, int] | None, probe: ProbeResult) -> str:
+    """Why a workspace of another owner may still work: the worker grants the hook uid
+    access (`ownership`) before its first probe, which `gate status` does not do."""
+    if probe.writable or user is None or "(EACCES)" not in probe.detail:
+        return ""
+    try:
+        owner = workspace.stat().st_uid
+    except OSError:
+        return ""
+    if owner == user[0]:
+        return ""
+    return (
+        f"the worker grants uid {user[0]} the owner's access (POSIX ACL entries) when it "
+        "adopts the workspace, before its own probe"
+    )
+
+
+def _user(text: str) -> tuple[int, int]:
+    uid, _, gid = text.partition(":")
+    try:
+        pair = int(uid), int(gid or uid)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not UID or UID:GID (numbers)") from None
+    if pair[0] <= 0 or pair[1] <= 0:
+        raise argparse.ArgumentTypeError("hooks never run as uid or gid 0; give another id")
+    return pair
+
+
+def default_hook_user(workspace: Path) -> tuple[int, int] | None:
+    """Who hooks run as without a profile `user`: the workspace owner, never 0 (None when
+    the workspace cannot be read: the probe then says why)."""
+    try:
+        st = workspace.stat()
+    except OSError:
+        return None
+    return st.st_uid or FALLBACK_HOOK_UID, st.st_gid or FALLBACK_HOOK_UID
 
 
 _MODES = {"open": GateMode.OPEN, "close": GateMode.CLOSED, "auto": GateMode.AUTO}
@@ -291,9 +435,13 @@ def command(args: argparse.Namespace) -> int:
         return 0
     workspace: Path = (args.workspace or Path.cwd()).absolute()
     state = read_state(state_dir)
-    decision = evaluate(workspace, state_dir)
+    user: tuple[int, int] | None = args.hook_user or default_hook_user(workspace)
+    decision = evaluate(workspace, state_dir, as_user=user)
     # Held closed, evaluate() leaves the workspace alone; status was asked to probe.
-    probe = decision.probe if decision.probe is not None else probe_writable(workspace)
+    probe = decision.probe if decision.probe is not None else probe_writable(workspace, user)
+    hint = _grant_hint(workspace, user, probe)
+    if hint:
+        probe = ProbeResult(probe.path, probe.writable, f"{probe.detail}; {hint}")
     if args.json:
         print(
             json.dumps(

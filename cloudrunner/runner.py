@@ -64,8 +64,11 @@ def sandbox_context(
     )
 
 
-def hook_environment(plan: Plan, workspace: Path, session_env: Mapping[str, str]) -> dict[str, str]:
-    """Spec section 5: exactly these variables, nothing from the worker's own environment."""
+def hook_environment(
+    plan: Plan, workspace: Path, session_env: Mapping[str, str], *, home: str | None = None
+) -> dict[str, str]:
+    """Spec section 5: exactly these variables, nothing from the worker's own environment;
+    plus HOME when the source has a hook home (as a VM's shell has one)."""
     payload = plan.payload
     env = {
         # the session's env from sessionStart first, so the fixed variables always win
@@ -79,6 +82,8 @@ def hook_environment(plan: Plan, workspace: Path, session_env: Mapping[str, str]
         env["CURSOR_USER_EMAIL"] = payload.user_email
     if payload.transcript_path:
         env["CURSOR_TRANSCRIPT_PATH"] = payload.transcript_path
+    if home is not None:
+        env["HOME"] = home
     return env
 
 
@@ -120,10 +125,16 @@ def run_plan(
     workspace: Path,
     session_env: Mapping[str, str],
     max_parallel: int,
+    homes: Mapping[SourceKind, str] | None = None,
     hook_env: Callable[[PlannedHook], Mapping[str, str]] | None = None,
 ) -> RunOutcome:
-    """`hook_env` adds variables for one hook run (the egress proxy's per-run credential)."""
+    """`homes`: each source's HOME (a source without one keeps the image's); `hook_env` adds
+    variables for one hook run (the egress proxy's per-run credential)."""
     env = hook_environment(plan, workspace, session_env)
+    envs = {
+        kind: hook_environment(plan, workspace, session_env, home=home)
+        for kind, home in (homes or {}).items()
+    }
     executions: dict[str, ExecResult] = {}
     lock = threading.Lock()
 
@@ -137,7 +148,11 @@ def run_plan(
             command=hook.command,
             cwd=str(hook.working_dir),
             stdin=plan.payload_bytes,
-            env={**env, **hook_env(hook)} if hook_env is not None else env,
+            env=(
+                {**envs.get(hook.source_kind, env), **hook_env(hook)}
+                if hook_env is not None
+                else envs.get(hook.source_kind, env)
+            ),
             timeout_s=hook.timeout,
         )
         result = sandbox.run(request)

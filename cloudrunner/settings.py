@@ -25,7 +25,7 @@ from pydantic import (
 
 from cloudrunner.egress.rules import EgressSettings
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.sandbox.limits import SandboxProfile
+from cloudrunner.sandbox.limits import MIB, ByteSize, SandboxProfile
 
 DEFAULT_CONFIG_PATHS = (Path("/etc/cloudrunner/config.toml"),)
 DEFAULT_STATE_DIR = Path("/var/lib/cloudrunner")
@@ -96,6 +96,25 @@ class WorkspaceSettings(_Section):
     run its install command once per image and commit before the first project hook"""
     install_timeout: float = Field(default=900.0, gt=0)
     """seconds the environment's install command may run"""
+
+
+class HomeSettings(_Section):
+    enabled: bool = True
+    """give each source's hooks a writable HOME per workspace that persists across events,
+    under <state_dir>/homes (daemon sessions: <state_dir>/daemon/homes/<session>); false:
+    HOME is the image's home of the hook uid, read-only"""
+    max_bytes: ByteSize = 512 * MIB
+    """the most a HOME may hold; measured before each event's hooks of that source, and
+    over it the source's hooks do not run (sandbox_error naming the directory)"""
+    measure_interval_s: float = Field(default=10.0, ge=0)
+    """a long-lived worker measures a HOME at most this often (a walk of a large cache costs
+    milliseconds per event); 0: before every event"""
+    remove_with_session: bool = True
+    """remove a daemon session's homes when the session is closed (DELETE /v1/sessions/ID)"""
+    git_user_name: str = Field(default="cloudrunner hook", min_length=1)
+    """user.name in each HOME's .gitconfig (a repository's own user.name wins)"""
+    git_user_email: str = Field(default="hook@cloudrunner.invalid", min_length=3)
+    """user.email in each HOME's .gitconfig (a repository's own user.email wins)"""
 
 
 class AuditSettings(_Section):
@@ -193,6 +212,7 @@ class Settings(_Section):
     audit: AuditSettings = Field(default_factory=AuditSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    home: HomeSettings = Field(default_factory=HomeSettings)
     egress: EgressSettings = Field(default_factory=EgressSettings)
 
     @model_validator(mode="after")

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ import docker
 import docker.errors
 
 from cloudrunner import environment as project_environment
-from cloudrunner import gate, recording, workspace
+from cloudrunner import gate, hook_home, ownership, recording, transcript, workspace
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind, TornAcknowledgement
 from cloudrunner.closing import ClosesOnExit
 from cloudrunner.egress.credentials import RunAttribution
@@ -51,9 +52,17 @@ from cloudrunner.protocol.plan import build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.runner import RunOutcome, SandboxSet, run_plan
 from cloudrunner.sandbox import agent_files, reaper
-from cloudrunner.sandbox.base import ExecRequest, Sandbox, SandboxLabels, SandboxSpec
+from cloudrunner.sandbox.base import (
+    ExecRequest,
+    Sandbox,
+    SandboxConfigError,
+    SandboxLabels,
+    SandboxSpec,
+)
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.factory import open_sandbox
+from cloudrunner.sandbox.limits import machine_cores, session_quota
+from cloudrunner.sandbox.plan import identity_for
 from cloudrunner.sandbox.session_pool import SessionPool
 from cloudrunner.session import PersistentLoopCounterStore, SessionStateError, SessionStore
 from cloudrunner.settings import Settings
@@ -130,12 +139,14 @@ class Worker(ClosesOnExit):
         pool: SessionPool | None = None,
         gate_dir: Path | None = None,
         reap: bool = True,
+        home_root: Path | None = None,
     ) -> None:
         """`audit`, `pool` and `client` are shared when given (the daemon runs one worker per
         workspace over one audit log, one engine connection and one warm-sandbox pool) and
         are then not closed by `close()`; `gate_dir` holds this worker's gate state
         (default: the state directory); `reap` removes orphaned sandboxes on the first
-        engine connection (the daemon does that once, at start)."""
+        engine connection (the daemon does that once, at start); `home_root` holds the
+        hooks' homes (default: <state_dir>/homes)."""
         self.settings = settings
         self.worker_id = settings.effective_worker_id
         self.profile = Profile(settings.profile)
@@ -148,6 +159,11 @@ class Worker(ClosesOnExit):
         self._environment_images: dict[tuple[str, str, str], str] = {}
         #: workspaces a probe found writable, with the gate generation it was under
         self._writable: dict[Path, int] = {}
+        #: how hooks got the owner's access to each workspace (once per worker)
+        self._access: dict[Path, ownership.AccessReport] = {}
+        self.home_root = home_root or settings.state_dir / "homes"
+        #: each home's last measurement (monotonic time, bytes)
+        self._home_sizes: dict[Path, tuple[float, int]] = {}
         self._owns_audit = audit is None
         self.audit = audit or open_audit(settings)
         self.egress = Egress(
@@ -189,6 +205,7 @@ class Worker(ClosesOnExit):
         except EventNotAvailable as exc:
             self._refuse(name, document, exc.message, "event-not-in-cloud")
         ws = self._current(self._resolve_workspace(document, ids))
+        access = self._grant_access(ws, document, ids)
         decision = self._gate(ws.root)
         if not decision.open:
             answer = neutral_answer(name)
@@ -246,7 +263,13 @@ class Worker(ClosesOnExit):
             },
         )
         ids["event_seq"] = received["seq"]
-        sandboxes = SandboxSet(lambda kind, wd: self._open(kind, wd, ws, session_label))
+        shown = transcript.resolve(
+            plan.payload.transcript_path, state_dir=self.settings.state_dir, workspace=ws.root
+        )
+        homes = self._homes(ws, {hook.source_kind for hook in plan.hooks_to_run})
+        sandboxes = SandboxSet(
+            lambda kind, wd: self._open(kind, wd, ws, session_label, shown=shown, homes=homes)
+        )
         try:
             outcome = run_plan(
                 plan,
@@ -254,6 +277,7 @@ class Worker(ClosesOnExit):
                 workspace=ws.root,
                 session_env=state.env,
                 max_parallel=self.settings.max_parallel_hooks,
+                homes={kind: str(home.path) for kind, home in homes.items() if home.path},
                 hook_env=lambda hook: self.egress.hook_env(
                     str(hook.source_kind),
                     RunAttribution(
@@ -300,6 +324,7 @@ class Worker(ClosesOnExit):
                     "decision": merged.answer,
                     "blocked_by": merged.blocked_by.hook.hook_id if merged.blocked_by else None,
                     "hooks": len(outcome.results),
+                    **_sandbox_view(access, shown, homes),
                 },
             ),
         ]
@@ -356,16 +381,83 @@ class Worker(ClosesOnExit):
 
     def _gate(self, root: Path) -> gate.GateDecision:
         """The gate's decision; once a probe found `root` writable, it is not probed again
-        while the gate's generation stays the same (see gate.evaluate)."""
+        while the gate's generation stays the same (see gate.evaluate). The probe writes as
+        the project hooks' uid, as they would."""
         seen = self._writable.get(root)
-        decision = gate.evaluate(root, self.gate_dir, known_writable=seen is not None)
+        as_user = self._probe_user(root)
+        decision = gate.evaluate(
+            root, self.gate_dir, known_writable=seen is not None, as_user=as_user
+        )
         if seen is not None and seen != decision.generation:
             # the gate was set again meanwhile: probe afresh under the new state
             del self._writable[root]
-            decision = gate.evaluate(root, self.gate_dir)
+            decision = gate.evaluate(root, self.gate_dir, as_user=as_user)
         if decision.open and decision.probe is not None and decision.probe.writable:
             self._writable[root] = decision.generation
         return decision
+
+    def _probe_user(self, root: Path) -> tuple[int, int] | None:
+        try:
+            return identity_for(self.settings.sandbox.profile_for("project"), root)
+        except CloudrunnerError:
+            return None  # the probe then says the workspace cannot be read
+
+    def _hook_uids(self, root: Path) -> set[int]:
+        """Every uid hooks of a source may run as in `root` (profiles may differ per source)."""
+        uids = set()
+        for kind in SourceKind:
+            with contextlib.suppress(CloudrunnerError):
+                uids.add(identity_for(self.settings.sandbox.profile_for(str(kind)), root)[0])
+        return uids
+
+    def _grant_access(
+        self, ws: workspace.Workspace, document: Mapping[str, Any], ids: Mapping[str, str]
+    ) -> ownership.AccessReport | None:
+        """Give the hook uids the owner's access to the workspace (POSIX ACLs; see
+        `ownership`), once per worker; not while the gate is held closed (nothing may touch
+        the workspace then), and again while the workspace was read-only. A workspace that
+        cannot be granted is refused with the fix named."""
+        done = self._access.get(ws.root)
+        if done is not None:
+            return done
+        try:
+            if gate.read_state(self.gate_dir).mode is gate.GateMode.CLOSED:
+                return None
+            report = ownership.grant_workspace(ws.root, self._hook_uids(ws.root))
+        except CloudrunnerError as exc:
+            self._refuse(ids["event"], document, exc.message, "workspace-unavailable")
+        if report.mechanism != "deferred":
+            self._access[ws.root] = report
+        return report
+
+    def _homes(self, ws: workspace.Workspace, kinds: set[SourceKind]) -> dict[SourceKind, _Home]:
+        """Each source's HOME, made and measured before its hooks run (see `hook_home`)."""
+        if not self.settings.home.enabled:
+            return {}
+        settings = self.settings.home
+        out: dict[SourceKind, _Home] = {}
+        for kind in kinds:
+            path = hook_home.home_dir(self.home_root, ws.root, str(kind))
+            last = self._home_sizes.get(path)
+            recent = last is not None and time.monotonic() - last[0] < settings.measure_interval_s
+            try:
+                uid, gid = identity_for(self.settings.sandbox.profile_for(str(kind)), ws.root)
+                status = hook_home.prepare(
+                    path, uid, gid, workspace=ws.root, limit=settings.max_bytes,
+                    git_name=settings.git_user_name, git_email=settings.git_user_email,
+                    known_size=last[1] if recent and last is not None else None,
+                )  # fmt: skip
+            except hook_home.HomeUnavailable as exc:
+                # hooks keep the image's HOME, and the record says why
+                out[kind] = _Home(None, {"path": None, "reason": exc.message})
+                continue
+            except CloudrunnerError as exc:
+                out[kind] = _Home(path, {"path": str(path), "error": exc.message}, exc)
+                continue
+            if not recent:
+                self._home_sizes[path] = (time.monotonic(), status.used)
+            out[kind] = _Home(path, status.to_dict())
+        return out
 
     def _document(self, payload: bytes, event: str | None) -> dict[str, Any]:
         cap = self.settings.max_payload_bytes
@@ -521,14 +613,12 @@ class Worker(ClosesOnExit):
 
     def _hand_over(self, root: Path) -> None:
         """A clone this worker made as root belongs to the unprivileged hook uid, so hooks
-        (which never run as uid 0) can write the workspace they act on."""
+        (which never run as uid 0) can write the workspace they act on, under every
+        runtime (gVisor ignores the host's ACLs). Nothing else owns a fresh clone and no
+        hook has run in it yet. Adopted checkouts keep their owner (see `ownership`)."""
         if os.geteuid() != 0:
             return
-        profile = self.settings.sandbox.profile_for("project")
-        from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID
-
-        uid = profile.user or FALLBACK_HOOK_UID
-        gid = profile.group or uid
+        uid, gid = identity_for(self.settings.sandbox.profile_for("project"), root)
         for directory, dirs, files in os.walk(root):
             os.lchown(directory, uid, gid)
             for entry in (*dirs, *files):
@@ -548,7 +638,7 @@ class Worker(ClosesOnExit):
             return None
         # A long-lived worker asks the engine once per environment file and commit (an
         # uncommitted change to the build context is picked up at the next commit).
-        key = (str(ws.root), ws.commit, hashlib.sha256(env.path.read_bytes()).hexdigest())
+        key = (str(ws.root), ws.commit or "", hashlib.sha256(env.path.read_bytes()).hexdigest())
         if key in self._environment_images:
             return self._environment_images[key]
         built = project_environment.build_image(
@@ -567,7 +657,7 @@ class Worker(ClosesOnExit):
         session: str,
     ) -> None:
         marker_dir = self.settings.state_dir / "environments"
-        marker = marker_dir / f"{built.key[:24]}-{ws.commit[:12]}.installed"
+        marker = marker_dir / f"{built.key[:24]}-{(ws.commit or 'no-commit')[:12]}.installed"
         with _locked(marker_dir / ".install.lock"):
             if marker.exists():
                 return
@@ -629,6 +719,9 @@ class Worker(ClosesOnExit):
         working_dir: Path,
         ws: workspace.Workspace,
         session: str,
+        *,
+        shown: transcript.Transcript | None = None,
+        homes: Mapping[SourceKind, _Home] | None = None,
     ) -> Sandbox:
         profile = self.settings.sandbox.profile_for(str(kind))
         network = self.egress.network_for(str(kind))
@@ -638,6 +731,35 @@ class Worker(ClosesOnExit):
             image = self._environment_image(ws, session)
             if image is not None:
                 profile = profile.model_copy(update={"image": image})
+        if profile.isolation == "session":
+            # a session container's hooks share its quota: enough for the parallel ones
+            limits = profile.limits
+            cpus = session_quota(
+                limits.cpus, self.settings.max_parallel_hooks, machine_cores(),
+                limits.session_cpus,
+            )  # fmt: skip
+            wider = limits.model_copy(update={"cpus": cpus})
+            profile = profile.model_copy(update={"limits": wider})
+        uid, gid = identity_for(profile, ws.root)
+        access = self._access.get(ws.root)
+        if (
+            profile.runtime == "runsc"
+            and profile.workspace_mode == "rw"
+            and access is not None
+            and access.mechanism == "acl"
+            and uid in access.uids
+        ):
+            raise SandboxConfigError(
+                f"gVisor (runtime runsc) does not apply the host's POSIX ACLs, so {kind} hooks "
+                f"(uid {uid}) cannot write the workspace {ws.root}, which belongs to uid "
+                f"{access.owner}; run them with runtime runc, hand the checkout to them "
+                f"(chown -R {uid}:{gid} {ws.root}), or set sandbox.user to the owner's uid "
+                "when it is not 0"
+            )
+        prepared = (homes or {}).get(kind)
+        if prepared is not None and prepared.error is not None:
+            raise prepared.error  # over its size limit: this source's hooks do not run
+        home = prepared.path if prepared is not None else None
         config_dirs = () if _inside(working_dir, ws.root) else (working_dir,)
         # The state directory is where the engine sees it, the package may not be (a worker
         # in a container), so session agents mount their files from a staged copy there.
@@ -650,6 +772,8 @@ class Worker(ClosesOnExit):
             profile=profile,
             config_dirs=config_dirs,
             agent_dir=agent_dir,
+            home=home,
+            transcript=shown.mount if shown is not None else None,
         )
         if self._pool is not None and profile.isolation == "session":
             return self._pool.borrow(spec)
@@ -812,6 +936,33 @@ def _safe_text(value: Any) -> str:
 
 def _frozen(values: list[str] | None) -> frozenset[str] | None:
     return None if values is None else frozenset(values)
+
+
+@dataclass(frozen=True)
+class _Home:
+    """A source's HOME for one event: where (None: the image's), what the record says, and
+    the error that stops the source's hooks (over its size limit)."""
+
+    path: Path | None
+    view: dict[str, object]
+    error: CloudrunnerError | None = None
+
+
+def _sandbox_view(
+    access: ownership.AccessReport | None,
+    shown: transcript.Transcript | None,
+    homes: Mapping[SourceKind, _Home],
+) -> dict[str, Any]:
+    """What the decision record says about the hooks' view: how they got the owner's access
+    to the workspace, the transcript (when the event names one) and each source's HOME."""
+    view: dict[str, Any] = {}
+    if access is not None:
+        view["workspace_access"] = access.to_dict()
+    if shown is not None:
+        view["transcript"] = shown.to_dict()
+    if homes:
+        view["homes"] = {str(kind): home.view for kind, home in sorted(homes.items())}
+    return view
 
 
 def _source_key(source: LoadedSource) -> str:

@@ -151,13 +151,14 @@ class Workspace:
     """A checkout hooks run against.
 
     `root` is the absolute workspace root (project hooks' working directory); `commit` the
-    full id of the checked-out commit; `origin` the repository URL with any user info removed
-    (None when adopted without a remote). `trust_project_hooks` is False when the operator
+    full id of the checked-out commit (None in an adopted repository with no commit yet);
+    `origin` the repository URL with any user info removed (None when adopted without a
+    remote). `trust_project_hooks` is False when the operator
     configured the workspace as untrusted: then no project hooks load (spec section 2).
     """
 
     root: Path
-    commit: str
+    commit: str | None
     origin: str | None
     ref: str | None
     ref_kind: RefKind
@@ -408,6 +409,18 @@ def _clone_into(
             runner.fetch(*depth, "--no-tags", "HEAD")
             runner.run("checkout", "-q", "--detach", "FETCH_HEAD")
             ref_kind = "default"
+        elif not refs:
+            # a repository without any commit yet: nothing to fetch, its branch is unborn
+            # (as after `git clone` of it); adopted and run like any other, commit null
+            return Workspace(
+                root=dest,
+                commit=None,
+                origin=source.url,
+                ref=None,
+                ref_kind="default",
+                strategy="full",
+                notes=("the repository has no commit yet: commit is null",),
+            )
         else:
             raise RefNotFound(
                 f"repository {source.url} has no default branch (it may be empty); "
@@ -636,6 +649,7 @@ def adopt(path: Path, *, trust_project_hooks: bool = True) -> Workspace:
     env = {"GIT_TERMINAL_PROMPT": "0"}
     env.update(_config_env(os.environ, [("safe.directory", "*")]))
     runner = git.Git(str(root))
+    notes: tuple[str, ...] = ()
     try:
         inside_git_dir, shallow = str(
             runner.execute(
@@ -647,7 +661,7 @@ def adopt(path: Path, *, trust_project_hooks: bool = True) -> Workspace:
                 f"workspace {root} is a git directory (a bare repository or the inside of "
                 "a .git directory), not a checkout; give the checkout's root"
             )
-        commit = runner.execute(["git", "rev-parse", "--verify", "HEAD^{commit}"], env=env)
+        commit: str | None = _adopted_commit(runner, env)
     except git.exc.GitCommandError as exc:
         stderr = exc.stderr if isinstance(exc.stderr, str) else ""
         if "not a git repository" in stderr.lower():
@@ -661,7 +675,9 @@ def adopt(path: Path, *, trust_project_hooks: bool = True) -> Workspace:
         ) from None
     except git.exc.GitCommandNotFound:
         raise WorkspaceError("git is not installed or not on PATH; install git") from None
-    assert isinstance(commit, str) and isinstance(shallow, str)
+    assert isinstance(shallow, str)
+    if commit is None:
+        notes = ("the repository has no commit yet (its branch is unborn): commit is null",)
     origin: str | None
     try:
         url = runner.execute(["git", "config", "--get", "remote.origin.url"], env=env)
@@ -670,13 +686,14 @@ def adopt(path: Path, *, trust_project_hooks: bool = True) -> Workspace:
         origin = None
     workspace = Workspace(
         root=root,
-        commit=commit.strip(),
+        commit=commit,
         origin=origin,
         ref=None,
         ref_kind="adopted",
         strategy="adopted",
         trust_project_hooks=trust_project_hooks,
         shallow=shallow.strip() == "true",
+        notes=notes,
     )
     return workspace
 
@@ -737,16 +754,41 @@ def check_unchanged(root: Path) -> None:
         )
 
 
+def _adopted_commit(runner: git.Git, env: Mapping[str, str]) -> str | None:
+    """HEAD's commit, or None when HEAD names a branch that has no commit yet (a repository
+    made by `git init` and never committed to). Raises GitCommandError otherwise."""
+    try:
+        commit = runner.execute(["git", "rev-parse", "--verify", "HEAD^{commit}"], env=dict(env))
+    except git.exc.GitCommandError:
+        if _unborn(runner, env):
+            return None
+        raise
+    assert isinstance(commit, str)
+    return commit.strip()
+
+
+def _unborn(runner: git.Git, env: Mapping[str, str]) -> bool:
+    try:
+        branch = runner.execute(["git", "symbolic-ref", "-q", "HEAD"], env=dict(env))
+    except git.exc.GitCommandError:
+        return False
+    try:
+        runner.execute(["git", "show-ref", "--verify", "-q", str(branch).strip()], env=dict(env))
+    except git.exc.GitCommandError:
+        return True
+    return False
+
+
 # --------------------------------------------------------------------------- HEAD, cheaply
 
 _SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
-def head_commit(ws: Workspace) -> str:
+def head_commit(ws: Workspace) -> str | None:
     """The commit checked out in `ws` now, read from the git directory's files (no process:
     a daemon asks on every event). Anything unusual (a `.git` file, a symbolic ref to
     nowhere, a file that leads outside the repository) answers the commit known from the
-    checkout or adoption."""
+    checkout or adoption; a branch with no commit yet answers None until its first commit."""
     for directory in (ws.root, *ws.root.parents):
         git_dir = directory / ".git"
         if git_dir.is_dir():

@@ -80,6 +80,10 @@ class SandboxSpec:
     #: where the engine finds the session agent's files (`agent_files.stage`); None: this
     #: package's own directory, which only an engine on the worker's host can see
     agent_dir: Path | None = None
+    #: the hooks' HOME (a directory owned by the hook uid), mounted read-write at its path
+    home: Path | None = None
+    #: the event's transcript file, mounted read-only at its path
+    transcript: Path | None = None
 
 
 class Sandbox(Protocol):

@@ -6,6 +6,7 @@ with errors naming the bad key. Sizes accept plain byte counts or strings like "
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Annotated, Literal
 
@@ -65,8 +66,12 @@ class SandboxLimits(BaseModel):
 
     #: memory limit; swap is set equal to it, so a hook cannot swap past it
     memory: ByteSize = 512 * MIB
-    #: CPU quota in cores (a CFS quota over a 100 ms period)
+    #: CPU quota in cores (a CFS quota over a 100 ms period) of each hook's container in
+    #: hook isolation, and of each hook a session container runs at once
     cpus: float = Field(1.0, gt=0, le=256)
+    #: CPU quota of a session container (its hooks share it); None: `cpus` times the
+    #: hooks of one source that run at once (max_parallel_hooks), at most the machine's cores
+    session_cpus: float | None = Field(None, gt=0, le=256)
     #: pids limit of the container: what stops a fork bomb
     pids: int = Field(256, ge=16, le=1_000_000)
     #: size of the tmpfs mounted at /tmp (the only writable place besides the workspace)
@@ -80,6 +85,24 @@ class SandboxLimits(BaseModel):
     stderr_cap: ByteSize = 1 * MIB
     #: used when a request gives no timeout (spec/HOOKS.md: 60 s)
     default_timeout_s: float = Field(60.0, gt=0, le=24 * 3600)
+
+
+def session_quota(per_hook: float, parallel: int, cores: int, fixed: float | None = None) -> float:
+    """The CPU quota (in cores) of a session container whose `parallel` hooks may run at
+    once, each meant to get `per_hook` cores: enough for all of them, never more than the
+    machine has (nor less than one hook's share); `fixed` (session_cpus) overrides."""
+    if fixed is not None:
+        return fixed
+    wanted = per_hook * max(1, parallel)
+    return max(per_hook, min(wanted, float(max(1, cores))))
+
+
+def machine_cores() -> int:
+    """The cores this process may run on (its affinity mask, which a CPU set narrows)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 class SandboxProfile(BaseModel):

@@ -23,7 +23,7 @@ from cloudrunner.sandbox.base import (
     SandboxConfigError,
     SandboxSpec,
 )
-from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID, SandboxLimits
+from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID, SandboxLimits, SandboxProfile
 
 #: where the agent's two files are mounted; a namespace package, so no __init__ needed
 AGENT_ROOT = "/opt/cloudrunner"
@@ -66,12 +66,17 @@ class ContainerPlan:
 
 def hook_identity(spec: SandboxSpec) -> tuple[int, int]:
     """uid, gid for hooks: the profile's, else the workspace owner's, never 0."""
-    profile = spec.profile
+    return identity_for(spec.profile, spec.workspace)
+
+
+def identity_for(profile: SandboxProfile, workspace: Path) -> tuple[int, int]:
+    """uid, gid hooks of `profile` run as in `workspace`: the profile's, else the
+    workspace owner's, never 0 (FALLBACK_HOOK_UID instead)."""
     try:
-        st = spec.workspace.stat()
+        st = workspace.stat()
     except OSError as exc:
         raise SandboxConfigError(
-            f"cannot read the workspace {spec.workspace}: {exc.strerror}; "
+            f"cannot read the workspace {workspace}: {exc.strerror}; "
             "give the sandbox an existing directory"
         ) from exc
     uid = profile.user if profile.user is not None else st.st_uid
@@ -105,6 +110,16 @@ def validate_spec(spec: SandboxSpec) -> None:
                 "sandbox mounts only a resolved directory, and refuses one that changed "
                 "into a symlink since it was resolved"
             )
+    if spec.home is not None and (not spec.home.is_absolute() or not spec.home.is_dir()):
+        raise SandboxConfigError(
+            f"the hook HOME {spec.home} is not an existing directory given by absolute path"
+        )
+    if spec.transcript is not None and (
+        not spec.transcript.is_absolute() or not spec.transcript.is_file()
+    ):
+        raise SandboxConfigError(
+            f"the transcript {spec.transcript} is not an existing file given by absolute path"
+        )
     for value, what in ((spec.labels.worker, "worker"), (spec.labels.session, "session")):
         if not value:
             raise SandboxConfigError(f"the sandbox's {what} label is empty")
@@ -123,6 +138,11 @@ def data_mounts(spec: SandboxSpec) -> tuple[Mount, ...]:
             continue
         seen.add(real)
         mounts.append(Mount(real, real, True))
+    if spec.home is not None:
+        home = os.path.realpath(spec.home)
+        mounts.append(Mount(home, home, False))
+    if spec.transcript is not None and not _inside(os.path.realpath(spec.transcript), workspace):
+        mounts.append(Mount(str(spec.transcript), str(spec.transcript), True))
     return tuple(mounts)
 
 

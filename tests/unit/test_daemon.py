@@ -84,3 +84,25 @@ def test_events_are_refused_while_draining(tmp_path: Path) -> None:
         daemon.handle_event(DEFAULT_SESSION, "stop", b"{}")
     assert (exc.value.code, exc.value.status) == ("draining", 503)
     assert daemon.readiness() == (False, {"reason": "the daemon is shutting down"})
+
+
+@pytest.mark.parametrize("remove", [True, False])
+def test_a_sessions_hook_homes_go_with_it_when_configured(tmp_path: Path, remove: bool) -> None:
+    settings = load_settings(
+        overrides={"state_dir": tmp_path, "home.remove_with_session": remove}, environ={}
+    )
+    daemon = Daemon(settings)
+    first = daemon.create_session(workspace=str(tmp_path / "ws"))
+    second = daemon.create_session(workspace=str(tmp_path / "ws"))
+    homes = {
+        sid: daemon._session(sid).worker.home_root for sid in (first.id, second.id)
+    }  # fmt: skip
+    # never shared: the default session and each daemon session have their own
+    assert len({*homes.values(), daemon._session(DEFAULT_SESSION).worker.home_root}) == 3
+    for root in homes.values():
+        (root / "k" / "project").mkdir(parents=True)
+        (root / "k" / "project" / "memory").write_text("kept\n")
+    daemon.close_session(first.id)
+    assert homes[first.id].exists() is not remove
+    assert (homes[second.id] / "k" / "project" / "memory").read_text() == "kept\n"
+    daemon.close()

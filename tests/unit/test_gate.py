@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner import gate
+from cloudrunner import gate, ownership
 from cloudrunner.cli import main
 from cloudrunner.gate import GateError, GateMode
 from tests.support.mounts import mount, read_only_view
@@ -122,7 +122,7 @@ _WORKER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from cloudrunner import gate
+    from cloudrunner import gate, ownership
 
     state = Path(sys.argv[1])
     index = int(sys.argv[2])
@@ -160,6 +160,14 @@ def test_cli_close_open_auto_and_status(
     status = json.loads(capsys.readouterr().out)
     assert status["mode"] == "closed"
     assert status["open"] is False
+    if os.geteuid() == 0:
+        # root owns the workspace: the probe writes as the hook uid, which may not yet
+        assert status["writable"] is False
+        assert "the hook user 10001:10001 cannot create a file" in status["probe"]
+        assert "the worker grants uid 10001 the owner's access" in status["probe"]
+        ownership.grant_workspace(workspace, [10001])
+        assert main([*args, "--json"]) == 0
+        status = json.loads(capsys.readouterr().out)
     assert status["writable"] is True
     assert main(["gate", "open", "--state-dir", str(state)]) == 0
     capsys.readouterr()
@@ -200,3 +208,27 @@ def test_a_workspace_known_writable_is_not_probed_again(tmp_path: Path) -> None:
     gate.set_mode(tmp_path / "state", gate.GateMode.CLOSED)
     closed = gate.evaluate(missing, tmp_path / "state", known_writable=True)
     assert not closed.open, "a gate held closed stays closed"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="probing as another uid needs root")
+def test_the_probe_writes_as_the_hook_user_not_as_root(tmp_path: Path) -> None:
+    # tmp_path's parents are root's alone (0700): the probe, like the sandbox, sees only
+    # the workspace directory itself
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert gate.probe_writable(ws).writable  # as root: passes every permission check
+    refused = gate.probe_writable(ws, (10001, 10001))
+    assert not refused.writable
+    assert refused.detail == (
+        "the hook user 10001:10001 cannot create a file: Permission denied (EACCES)"
+    )
+    decision = gate.evaluate(ws, tmp_path / "state", as_user=(10001, 10001))
+    assert not decision.open and "10001" in decision.reason
+    ownership.grant_workspace(ws, [10001])
+    allowed = gate.probe_writable(ws, (10001, 10001))
+    assert allowed.writable, allowed.detail
+    assert list(ws.iterdir()) == []  # the probe file is gone
+    os.chown(ws, 4321, 4321)
+    assert gate.default_hook_user(ws) == (4321, 4321)
+    os.chown(ws, 0, 0)
+    assert gate.default_hook_user(ws) == (10001, 10001)

@@ -491,12 +491,44 @@ def test_adopt_refuses_a_directory_that_is_not_a_checkout(tmp_path: Path) -> Non
         ws.adopt(tmp_path / "plain")
 
 
-def test_adopt_refuses_a_repository_without_commits(tmp_path: Path) -> None:
+def test_adopt_takes_a_repository_without_commits_with_commit_none(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    git(empty, "init", "-q")
-    with pytest.raises(WorkspaceError, match="has no commit checked out"):
-        ws.adopt(empty)
+    git(empty, "init", "-q", "-b", "main")
+    (empty / "staged.txt").write_text("x\n")
+    git(empty, "add", "staged.txt")
+    adopted = ws.adopt(empty)
+    assert adopted.commit is None
+    assert adopted.ref_kind == "adopted"
+    assert any("no commit yet" in note for note in adopted.notes)
+    # still no commit: HEAD names an unborn branch
+    assert ws.head_commit(adopted) is None
+    # the first commit is seen without adopting again
+    git(empty, "-c", "user.name=t", "-c", "user.email=t@e.invalid", "commit", "-q", "-m", "1")
+    first = git(empty, "rev-parse", "HEAD").strip()
+    assert ws.head_commit(adopted) == first
+
+
+def test_a_repository_without_commits_is_cloned_with_commit_none(tmp_path: Path) -> None:
+    origin = tmp_path / "empty.git"
+    git(tmp_path, "init", "-q", "--bare", str(origin))
+    cloned = ws.clone(origin.as_uri(), tmp_path / "clone")
+    assert cloned.commit is None
+    assert any("no commit yet" in note for note in cloned.notes)
+    # the clone is a repository; adopting it again (a later process) agrees
+    assert ws.adopt(tmp_path / "clone").commit is None
+    # a ref that names nothing in an empty repository is still refused
+    with pytest.raises(RefNotFound):
+        ws.clone(origin.as_uri(), tmp_path / "clone2", ref="main")
+
+
+def test_adopt_refuses_a_head_that_names_a_missing_commit(tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    git(broken, "init", "-q")
+    (broken / ".git" / "HEAD").write_text("0123456789012345678901234567890123456789\n")
+    with pytest.raises(WorkspaceError, match=r"has no commit checked out|not a git checkout"):
+        ws.adopt(broken)
 
 
 def test_adopt_refuses_a_missing_directory(tmp_path: Path) -> None:

@@ -1,10 +1,19 @@
 from __future__ import annotations
 
+import os
+
 import pytest
 from pydantic import ValidationError
 
 from cloudrunner.images import DEFAULT_RUNTIME_IMAGE
-from cloudrunner.sandbox.limits import MIB, SandboxLimits, SandboxProfile, parse_size
+from cloudrunner.sandbox.limits import (
+    MIB,
+    SandboxLimits,
+    SandboxProfile,
+    machine_cores,
+    parse_size,
+    session_quota,
+)
 
 
 def test_defaults_are_the_documented_ones() -> None:
@@ -69,3 +78,23 @@ def test_limits_have_floors() -> None:
         SandboxLimits(pids=1)
     with pytest.raises(ValidationError):
         SandboxLimits(cpus=0)
+
+
+@pytest.mark.parametrize(
+    ("per_hook", "parallel", "cores", "fixed", "expected"),
+    [
+        (1.0, 4, 2, None, 2.0),  # capped at the machine
+        (0.5, 4, 8, None, 2.0),  # enough for the parallel hooks
+        (1.0, 1, 8, None, 1.0),  # one at a time: one hook's share
+        (2.0, 4, 1, None, 2.0),  # never below one hook's share
+        (1.0, 4, 8, 1.5, 1.5),  # session_cpus wins
+    ],
+)
+def test_a_session_container_gets_cpu_for_its_parallel_hooks(
+    per_hook: float, parallel: int, cores: int, fixed: float | None, expected: float
+) -> None:
+    assert session_quota(per_hook, parallel, cores, fixed) == expected
+
+
+def test_the_machine_has_at_least_one_core() -> None:
+    assert 1 <= machine_cores() <= (os.cpu_count() or 1)

@@ -84,3 +84,23 @@ def test_labels_name_worker_session_source_and_the_creating_process(tmp_path: Pa
     assert labels["cloudrunner.isolation"] == "hook"
     assert labels["cloudrunner.worker-pid"] == str(os.getpid())
     assert labels["cloudrunner.worker-start"] == process_start(os.getpid())
+
+
+def test_home_and_transcript_are_mounted_rw_and_ro(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    file = tmp_path / "t.jsonl"
+    file.write_text("{}\n")
+    spec = SandboxSpec(
+        workspace=ws, labels=SandboxLabels("w", "s", "project"), home=home, transcript=file
+    )
+    mounts = data_mounts(spec)
+    assert Mount(str(home), str(home), False) in mounts
+    assert Mount(str(file), str(file), True) in mounts
+    # a transcript inside the workspace is visible through it: no second mount
+    inner = ws / "t.jsonl"
+    inner.write_text("{}\n")
+    spec = SandboxSpec(workspace=ws, labels=SandboxLabels("w", "s", "project"), transcript=inner)
+    assert data_mounts(spec) == (Mount(str(ws), str(ws), False),)

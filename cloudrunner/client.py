@@ -15,8 +15,12 @@ stderr saying what is down.
 from __future__ import annotations
 
 import _socket  # `socket` costs ~10 ms of imports (enum, selectors); the C module ~0.3 ms
-import os
 import sys
+
+# `os` costs ~0.9 ms to import (collections.abc, posixpath) when the interpreter runs
+# without `site` (`python3 -IS`, see launcher/cloudrunner); `posix.environ` is the very
+# dict behind `os.environ` (bytes), so changes made through either are seen here.
+from posix import environ as _environ
 
 TYPE_CHECKING = False  # typing itself costs ~10 ms to import; mypy honours this name
 if TYPE_CHECKING:
@@ -193,6 +197,12 @@ def _os_reason(exc: OSError) -> str:
 # --------------------------------------------------------------------------- endpoint
 
 
+def _env(name: str) -> str | None:
+    """An environment variable as `os.environ` would give it."""
+    value = _environ.get(name.encode())
+    return None if value is None else value.decode("utf-8", "surrogateescape")
+
+
 class UsageError(Exception):
     """A flag or variable the client cannot use."""
 
@@ -201,8 +211,7 @@ def endpoint_from(
     socket_flag: str | None, url_flag: str | None, token_file_flag: str | None
 ) -> Endpoint:
     """--socket / --url, else CLOUDRUNNER_SOCKET / CLOUDRUNNER_URL, else the default socket."""
-    env = os.environ
-    url = url_flag or (None if socket_flag else env.get("CLOUDRUNNER_URL"))
+    url = url_flag or (None if socket_flag else _env("CLOUDRUNNER_URL"))
     if url:
         from urllib.parse import urlsplit
 
@@ -211,7 +220,7 @@ def endpoint_from(
             raise UsageError(
                 f"--url {url!r} must be http://HOST:PORT (the daemon's --listen address)"
             )
-        token_file = token_file_flag or env.get("CLOUDRUNNER_TOKEN_FILE")
+        token_file = token_file_flag or _env("CLOUDRUNNER_TOKEN_FILE")
         token = None
         if token_file:
             try:
@@ -224,10 +233,10 @@ def endpoint_from(
         except ValueError:
             raise UsageError(f"--url {url!r} has a bad port") from None
         return Endpoint(None, parts.hostname, port, token)
-    path = socket_flag or env.get("CLOUDRUNNER_SOCKET")
+    path = socket_flag or _env("CLOUDRUNNER_SOCKET")
     if not path:
-        state = env.get("CLOUDRUNNER_STATE_DIR") or DEFAULT_STATE_DIR
-        path = os.path.join(state, SOCKET_NAME)
+        state = _env("CLOUDRUNNER_STATE_DIR") or DEFAULT_STATE_DIR
+        path = state + SOCKET_NAME if state.endswith("/") else f"{state}/{SOCKET_NAME}"
     return Endpoint(path)
 
 
@@ -398,9 +407,9 @@ def _add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
 
 def hook_command(args: HookOptions | argparse.Namespace) -> int:
     event: str = args.event
-    closed_env = os.environ.get("CLOUDRUNNER_FAIL_CLOSED", "").lower()
+    closed_env = (_env("CLOUDRUNNER_FAIL_CLOSED") or "").lower()
     fail_closed = bool(args.fail_closed) or closed_env in ("1", "true", "yes")
-    fallback = args.fallback or os.environ.get("CLOUDRUNNER_FALLBACK") or "none"
+    fallback = args.fallback or _env("CLOUDRUNNER_FALLBACK") or "none"
     if fallback not in ("none", "in-process"):
         return _usage(f"CLOUDRUNNER_FALLBACK={fallback!r} must be none or in-process")
     try:

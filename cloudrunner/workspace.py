@@ -20,6 +20,7 @@ import shlex
 import shutil
 import stat
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -676,35 +677,102 @@ def adopt(path: Path, *, trust_project_hooks: bool = True) -> Workspace:
 _SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
+#: HEAD and refs changed this recently (ns) are read again on every call: within one timer
+#: tick a rewrite can leave the same times (and a recycled inode), see `head_commit`
+RACY_NS = 2_000_000_000
+_FileId = tuple[int, int, int, int] | None
+#: git dir -> (HEAD's identity, the loose ref's path and identity, packed-refs' identity,
+#: the commit or None for "unusual, answer the known commit")
+_heads: dict[str, tuple[_FileId, str | None, _FileId, _FileId, str | None]] = {}
+
+
+def _file_id(path: str) -> _FileId:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _git_dir(root: str) -> str | None:
+    """The `.git` directory of `root` or its nearest parent; None for a `.git` file (a
+    linked worktree, a submodule) or no repository."""
+    directory = root
+    while True:
+        candidate = os.path.join(directory, ".git")
+        try:
+            mode = os.stat(candidate).st_mode
+        except OSError:
+            mode = None
+        if mode is not None:
+            return candidate if stat.S_ISDIR(mode) else None
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _resolve_head(git_dir: str) -> tuple[str | None, str | None]:
+    """(the commit HEAD names or None when unusual, the loose ref's path when symbolic)."""
+    head = _read_text(f"{git_dir}/HEAD").strip()
+    if _SHA.fullmatch(head):
+        return head, None
+    if not head.startswith("ref: "):
+        return None, None
+    ref = head[len("ref: ") :]
+    loose = os.path.join(git_dir, ref)
+    if os.path.isfile(loose):
+        value = _read_text(loose).strip()
+        return (value if _SHA.fullmatch(value) else None), loose
+    packed = f"{git_dir}/packed-refs"
+    if os.path.isfile(packed):
+        for line in _read_text(packed).splitlines():
+            sha, _, name = line.partition(" ")
+            if name == ref and _SHA.fullmatch(sha):
+                return sha, loose
+    return None, loose
+
+
 def head_commit(ws: Workspace) -> str:
     """The commit checked out in `ws` now, read from the git directory's files (no process:
     a daemon asks on every event). Anything unusual (a `.git` file, a symbolic ref to
-    nowhere) answers the commit known from the checkout or adoption."""
-    for directory in (ws.root, *ws.root.parents):
-        git_dir = directory / ".git"
-        if git_dir.is_dir():
-            break
-        if git_dir.exists():
-            return ws.commit
-    else:
+    nowhere) answers the commit known from the checkout or adoption.
+
+    The answer is remembered with the identity (inode, size, times) of HEAD, the loose ref
+    it names and packed-refs: git replaces each by a rename when it changes them, so while
+    all three keep their identity (3 stats) nothing is read. Files changed within RACY_NS
+    are read every time."""
+    git_dir = _git_dir(str(ws.root))
+    if git_dir is None:
         return ws.commit
+    packed_path = f"{git_dir}/packed-refs"
     try:
-        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
-        if _SHA.fullmatch(head):
-            return head
-        if not head.startswith("ref: "):
-            return ws.commit
-        ref = head[len("ref: ") :]
-        loose = git_dir / ref
-        if loose.is_file():
-            value = loose.read_text(encoding="utf-8").strip()
-            return value if _SHA.fullmatch(value) else ws.commit
-        packed = git_dir / "packed-refs"
-        if packed.is_file():
-            for line in packed.read_text(encoding="utf-8").splitlines():
-                sha, _, name = line.partition(" ")
-                if name == ref and _SHA.fullmatch(sha):
-                    return sha
+        head_id = _file_id(f"{git_dir}/HEAD")
+        known = _heads.get(git_dir)
+        if known is not None and known[0] == head_id:
+            _, loose, loose_id, packed_id, commit = known
+            if loose is None or (
+                _file_id(loose) == loose_id
+                and (loose_id is not None or _file_id(packed_path) == packed_id)
+            ):
+                return commit or ws.commit
+        commit, loose = _resolve_head(git_dir)
+        ids = (head_id, _file_id(loose) if loose else None, _file_id(packed_path))
+        if head_id is not None and _settled(ids) and _file_id(f"{git_dir}/HEAD") == head_id:
+            if len(_heads) >= 256:
+                _heads.clear()
+            _heads[git_dir] = (head_id, loose, ids[1], ids[2], commit)
     except (OSError, UnicodeDecodeError):
-        pass
-    return ws.commit
+        return ws.commit
+    return commit or ws.commit
+
+
+def _settled(ids: tuple[_FileId, ...]) -> bool:
+    newest = max((i[3] for i in ids if i is not None), default=0)
+    newest = max([newest, *(i[2] for i in ids if i is not None)])
+    return time.time_ns() - newest > RACY_NS

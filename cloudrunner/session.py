@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -17,6 +18,7 @@ import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -41,6 +43,7 @@ class SessionState(BaseModel):
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
+@functools.lru_cache(maxsize=1024)
 def _file_stem(conversation_id: str) -> str:
     # Readable where the id is tame, unique always (ids are chosen by the caller).
     readable = _SAFE.sub("_", conversation_id)[:64] or "empty"
@@ -51,6 +54,8 @@ def _file_stem(conversation_id: str) -> str:
 class SessionStore:
     def __init__(self, state_dir: Path) -> None:
         self.directory = state_dir / "sessions"
+        # made once (an event's update need not ask again); made again if it vanishes
+        self._made = False
 
     def _paths(self, conversation_id: str) -> tuple[Path, Path]:
         stem = _file_stem(conversation_id)
@@ -63,15 +68,8 @@ class SessionStore:
     @contextlib.contextmanager
     def update(self, conversation_id: str) -> Iterator[SessionState]:
         """Yield the state under the conversation's lock; write it back if the block succeeds."""
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise SessionStateError(
-                f"cannot create the session state directory {self.directory}: {exc.strerror}; "
-                "point --state-dir at a writable directory"
-            ) from exc
         path, lock_path = self._paths(conversation_id)
-        with open(lock_path, "a+b") as lock:
+        with self._open_lock(lock_path) as lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             try:
                 state = self._read(path, conversation_id)
@@ -81,6 +79,23 @@ class SessionStore:
                     self._write(path, state)
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+    def _open_lock(self, lock_path: Path) -> BinaryIO:
+        if self._made:
+            try:
+                return open(lock_path, "a+b")
+            except FileNotFoundError:
+                self._made = False
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            lock = open(lock_path, "a+b")  # noqa: SIM115 (the caller's with closes it)
+        except OSError as exc:
+            raise SessionStateError(
+                f"cannot create the session state directory {self.directory}: {exc.strerror}; "
+                "point --state-dir at a writable directory"
+            ) from exc
+        self._made = True
+        return lock
 
     def _read(self, path: Path, conversation_id: str) -> SessionState:
         try:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import shutil
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,14 @@ def test_persistent_loop_store_counts_up_to_the_limit_across_stores(tmp_path: Pa
     assert second.used("c", "stop-script") == 2
     assert second.try_consume("other", "stop-script", 2).used == 1
     assert all(second.try_consume("c", "unlimited", None).allowed for _ in range(7))
+
+
+def test_a_sessions_directory_removed_under_a_live_store_is_made_again(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    with store.update("c") as state:
+        state.env["A"] = "1"
+    shutil.rmtree(tmp_path / "sessions")
+    with store.update("c") as state:
+        assert state.env == {}
+        state.env["B"] = "2"
+    assert SessionStore(tmp_path).load("c").env == {"B": "2"}

@@ -73,9 +73,9 @@ class SessionStore:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             try:
                 state = self._read(path, conversation_id)
-                before = state.model_dump()
+                before = state.model_dump_json()
                 yield state
-                if state.model_dump() != before:
+                if state.model_dump_json() != before:
                     self._write(path, state)
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
@@ -99,7 +99,7 @@ class SessionStore:
 
     def _read(self, path: Path, conversation_id: str) -> SessionState:
         try:
-            raw = path.read_bytes()
+            raw = _read_bytes(str(path))
         except FileNotFoundError:
             return SessionState(conversation_id=conversation_id)
         except OSError as exc:
@@ -131,6 +131,18 @@ class SessionStore:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
+
+
+def _read_bytes(path: str) -> bytes:
+    """A small file's bytes without the io stack (read twice per event)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 class PersistentLoopCounterStore:

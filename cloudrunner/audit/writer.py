@@ -283,6 +283,7 @@ class AuditWriter(ClosesOnExit):
 
     def _sync_tail(self) -> None:
         """Under the lock: make sure we hold the live file and know its chain tail."""
+        st: os.stat_result | None = None
         try:
             st = os.stat(self.path)
             current: tuple[int, int] | None = (st.st_dev, st.st_ino)
@@ -301,7 +302,8 @@ class AuditWriter(ClosesOnExit):
             fd = self._open_live()
         else:
             fd = self._fd
-        size = os.fstat(fd).st_size
+        # The path names our file (same device and inode): its stat is our file's size.
+        size = st.st_size if st is not None and current == self._file_id else os.fstat(fd).st_size
         if size == self._known_size:
             return
         tail = read_tail(fd, self.path)

@@ -73,9 +73,11 @@ class SessionStore:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             try:
                 state = self._read(path, conversation_id)
-                before = state.model_dump_json()
+                # Compared as dicts: the same content in another key order (the file is
+                # written with sorted keys) is no change and needs no write.
+                before = state.model_dump()
                 yield state
-                if state.model_dump_json() != before:
+                if state.model_dump() != before:
                     self._write(path, state)
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)

@@ -159,3 +159,17 @@ def test_a_launcher_away_from_its_environment_falls_back_to_site(
     assert proc.returncode == 0, proc.stderr.decode()
     assert proc.stdout == ANSWER + b"\n"
     assert "site" in imported(proc.stderr.decode())
+
+
+def test_the_launcher_run_by_a_bare_name_from_its_directory_finds_its_environment(
+    server: tuple[OneAnswerServer, Path],
+) -> None:
+    _, path = server
+    proc = subprocess.run(
+        [sys.executable, "-IS", "-X", "importtime", INSTALLED.name, "hook", "stop"],
+        input=b"{}", capture_output=True, cwd=INSTALLED.parent,
+        env={"CLOUDRUNNER_SOCKET": str(path)}, check=False, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout == ANSWER + b"\n"
+    assert "site" not in imported(proc.stderr.decode())  # found beside it, not by site

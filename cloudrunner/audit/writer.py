@@ -8,7 +8,8 @@ since this writer last wrote, and only then chains and writes the record with on
 writer terminates it and appends a `torn_record` naming its offset, length and sha256
 before going on from the last intact record: torn bytes are never rewritten or dropped.
 
-With fsync "always", `append`/`append_many` return only once their records are on disk, but
+With fsync "always", `append`/`append_many` return only once their records are on disk. An
+append with no other under way syncs under the lock, as it always did; when appends overlap,
 the fdatasync runs after the locks are released and is shared (group commit, see
 `group_commit`): the records every concurrent event appended while one sync ran are made
 durable by the next single sync, so the chain's order is the order of the writes and the

@@ -22,7 +22,17 @@ from pathlib import Path
 
 import docker
 
-from bench import chart, cold_start, end_to_end, sandbox_modes, scaling, table, targets, throughput
+from bench import (
+    chart,
+    cold_start,
+    end_to_end,
+    sandbox_modes,
+    scaling,
+    summary,
+    table,
+    targets,
+    throughput,
+)
 from bench.cases import CASES, CAT
 from bench.daemon import DaemonProcess
 from bench.fixtures import Scene, worker_id
@@ -129,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         client.close()
     report.targets = targets.evaluate(report)
+    report.meta["figures"] = summary.figures(report)
     args.out.mkdir(parents=True, exist_ok=True)
     report.write_json(args.out / "bench.json")
     chart.write_chart(report, args.out / "bench.svg")

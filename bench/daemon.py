@@ -93,6 +93,17 @@ def memory_kib(pid: int) -> dict[str, int]:
     return out
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and all its threads so far (0.0 if gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    # after the command: state is field 3, utime 14 and stime 15 (1-based, man 5 proc)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class RssSampler:
     """The largest VmRSS seen while it runs (sampled every 20 ms)."""
 

@@ -8,14 +8,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from functools import partial
 
 from bench.cases import CAT, EVENT
 from bench.daemon import DaemonProcess, cloudrunner_command, hook_env
 from bench.fixtures import Scene
 from bench.in_process import event
-from bench.measure import time_calls
+from bench.measure import time_calls, time_interleaved
 from bench.results import Report, Row
-from bench.sandbox_modes import bare_key
+from bench.sandbox_modes import bare_key, run_bare
 
 SECTION = "end_to_end"
 
@@ -26,75 +27,70 @@ def _check(stdout: bytes, what: str) -> None:
         raise RuntimeError(f"{what} answered {answer!r}")
 
 
+#: the row modes of part 2's interleaved measurement (the summary and targets read them)
+CLIENT = "hook client, daemon up"
+CLIENT_IS = "hook client, python -IS"
+DIRECT = "hook client, no console script"
+INTERPRETER = "python start-up only"
+REQUEST = "daemon HTTP request only"
+BARE = "bare, beside the daemon"
+
+
 def measure_daemon(
     report: Report, daemon: DaemonProcess, *, client_iterations: int, runtime: str
 ) -> None:
+    """The client as installed, the same file run by `python3 -IS`, the interpreter alone,
+    the daemon's answer alone and the bare hook, taken in turn (one of each, again and
+    again), so the differences between them hold even on a busy machine."""
     scene = daemon.scene
     payload = event("bench-e2e")
     argv = [*cloudrunner_command(), "hook", EVENT]
     env = hook_env(scene)
-
-    # The same client without pip's console script, whose template imports `re` (with enum,
-    # functools, ...) before cloudrunner's code runs: what a leaner launcher would save.
+    # The installed launcher run with -IS: no site (its .pth files), no environment paths.
+    isolated = [sys.executable, "-IS", argv[0], "hook", EVENT] if len(argv) == 3 else argv
+    # The client imported from `python -I -c` (site loaded): what the launcher file adds.
     direct = [sys.executable, "-I", "-c",
               "import sys; from cloudrunner.cli import main; sys.exit(main(sys.argv[1:]))",
               "hook", EVENT]  # fmt: skip
+    interpreter = [sys.executable, "-I", "-S", "-c", "pass"]
 
-    def client(command: list[str] = argv) -> None:
+    def client(command: list[str]) -> None:
         proc = subprocess.run(command, input=payload, capture_output=True, env=env, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"cloudrunner hook failed: {proc.stderr.decode()[-400:]}")
         _check(proc.stdout, "cloudrunner hook")
 
-    def hook_client() -> None:
-        client(argv)
-
-    def hook_client_direct() -> None:
-        client(direct)
+    def interpreter_only() -> None:
+        subprocess.run(interpreter, check=True)
 
     def http_request() -> None:
         status, answer = daemon.post(f"/v1/events/{EVENT}", payload)
         if status != 200 or answer.get("permission") != "allow":
             raise RuntimeError(f"the daemon answered {status} {answer!r}")
 
-    report.add(
-        Row(
-            SECTION,
-            CAT.name,
-            "hook client, daemon up",
-            runtime,
-            time_calls("cloudrunner hook", client_iterations, hook_client, warmup=3),
-            bare_key(CAT),
-            note="process start + unix socket + warm session",
-        )
+    samples = time_interleaved(
+        "part 2: client, client -IS, client -I -c, interpreter, daemon request, bare cat",
+        client_iterations,
+        {
+            CLIENT: partial(client, argv),
+            CLIENT_IS: partial(client, isolated),
+            DIRECT: partial(client, direct),
+            INTERPRETER: interpreter_only,
+            REQUEST: http_request,
+            BARE: partial(run_bare, CAT),
+        },
+        warmup=3,
     )
-    report.add(
-        Row(SECTION, CAT.name, "hook client, no console script", runtime,
-            time_calls("python -I -c cloudrunner.cli hook", client_iterations,
-                       hook_client_direct, warmup=3),
-            bare_key(CAT), note="python -I -c 'from cloudrunner.cli import main; ...'")
-    )  # fmt: skip
-    interpreter = [sys.executable, "-I", "-S", "-c", "pass"]
-
-    def interpreter_only() -> None:
-        subprocess.run(interpreter, check=True)
-
-    report.add(
-        Row(SECTION, CAT.name, "python start-up only", runtime,
-            time_calls("python -I -S -c pass", client_iterations, interpreter_only, warmup=3),
-            bare_key(CAT), note="the floor of any Python client: `python -I -S -c pass`")
-    )  # fmt: skip
-    report.add(
-        Row(
-            SECTION,
-            CAT.name,
-            "daemon HTTP request only",
-            runtime,
-            time_calls("daemon request", client_iterations, http_request, warmup=3),
-            bare_key(CAT),
-            note="from the bench process: no client start-up",
-        )
-    )
+    notes = {
+        CLIENT: "`cloudrunner hook` as installed: process start + unix socket + warm session",
+        CLIENT_IS: "the same launcher as `python3 -IS cloudrunner hook` (no site)",
+        DIRECT: "python -I -c 'from cloudrunner.cli import main; ...'",
+        INTERPRETER: "the floor of any Python client: `python -I -S -c pass`",
+        REQUEST: "from the bench process: no client start-up",
+        BARE: "`sh -c cat`, taken in turn with the rows above",
+    }
+    for mode, taken in samples.items():
+        report.add(Row(SECTION, CAT.name, mode, runtime, taken, bare_key(CAT), note=notes[mode]))
 
 
 def measure_run(report: Report, scene: Scene, *, iterations: int, runtime: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from bench import summary
 from bench.results import Report
 
 
@@ -64,6 +65,10 @@ def render(report: Report) -> str:
             text.append("")
         previous = row.section
         text.append(join(line))
+    figures = summary.render(report.meta.get("figures") or {})
+    if figures:
+        text.append("")
+        text.extend(figures)
     if report.targets:
         text.append("")
         text.append("targets (DESIGN.md):")

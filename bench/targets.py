@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.results import Report, Row
+from bench.summary import figures
 
 
 def _row(report: Report, key: str) -> Row | None:
@@ -66,9 +67,45 @@ def evaluate(report: Report) -> list[dict[str, Any]]:
         value = float(row.extra["peak_rss_mb"])
         return value < 100, f"{value:.1f} MB peak RSS of the daemon"
 
+    def daemon_overhead() -> tuple[bool, str] | None:
+        found = figures(report)
+        if "daemon_overhead_p50_ms" not in found:
+            return None
+        d50, d99 = found["daemon_overhead_p50_ms"], found["daemon_overhead_p99_ms"]
+        return d50 <= 1.5 and d99 <= 10, f"{d50:+.2f} ms at p50, {d99:+.2f} ms at p99"
+
+    def client_floor() -> tuple[bool, str] | None:
+        found = figures(report)
+        if "client_over_interpreter_ms" not in found:
+            return None
+        text = [f"`cloudrunner hook` {found['client_over_interpreter_ms']:+.2f} ms"]
+        if "client_is_over_interpreter_ms" in found:
+            text.append(
+                f"`python3 -IS cloudrunner hook` {found['client_is_over_interpreter_ms']:+.2f} ms"
+            )
+        met = found["client_over_interpreter_ms"] <= 2
+        if "client_own_over_interpreter_ms" in found:
+            own = found["client_own_over_interpreter_ms"]
+            text.append(f"without the daemon's answer {own:+.2f} ms")
+        return met, ", ".join(text) + " over the interpreter at p50"
+
+    def rate400() -> tuple[bool, str] | None:
+        row = report.row("throughput/cat/8 sessions/runc")
+        if row is None:
+            return None
+        value = float(row.extra["events_per_s"])
+        return value >= 400, f"{value:.0f} events/s"
+
     target(
         "session mode, trivial hook: <= 3 ms over bare at p50, <= 10 ms at p99", session_overhead
     )
+    target(
+        "in-daemon overhead, trivial warm hook: <= 1.5 ms p50, <= 10 ms p99 over the bare "
+        "subprocess (issue 17)",
+        daemon_overhead,
+    )
+    target("`cloudrunner hook` p50 within 2 ms of `python3 -I -S -c pass` (issue 17)", client_floor)
+    target(">= 400 trivial events/s over 8 concurrent sessions (issue 17)", rate400)
     target("hook mode within 1.2x of a plain docker run (p50)", hook_vs_docker)
     target("per-event client under 25 ms p50 with the daemon up", client)
     target(">= 300 trivial events/s over 8 concurrent sessions", rate)

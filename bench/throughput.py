@@ -8,7 +8,7 @@ import threading
 import time
 
 from bench.cases import CAT, EVENT
-from bench.daemon import DaemonProcess, RssSampler, memory_kib
+from bench.daemon import DaemonProcess, RssSampler, cpu_seconds, memory_kib
 from bench.in_process import event
 from bench.results import Report, Row
 from bench.sandbox_modes import bare_key
@@ -31,9 +31,11 @@ def measure(
         _run_all(daemon, payloads, 1, [])  # warm: each conversation starts its sandbox
         latencies: list[float] = []
         with RssSampler(daemon.pid) as rss:
+            cpu_before = cpu_seconds(daemon.pid)
             started = time.perf_counter()
             _run_all(daemon, payloads, per_session, latencies)
             elapsed = time.perf_counter() - started
+            cpu = cpu_seconds(daemon.pid) - cpu_before
         total = sessions * per_session
         rate = total / elapsed
         peak_mb = rss.peak_kib / 1024
@@ -50,10 +52,14 @@ def measure(
                     "seconds": round(elapsed, 3),
                     "events_per_s": round(rate, 1),
                     "peak_rss_mb": round(peak_mb, 1),
+                    # the daemon's own CPU per event (all its threads): what a busy machine
+                    # changes least, so the figure to compare across runs
+                    "daemon_cpu_ms_per_event": round(cpu * 1000 / total, 3),
                     "warm_sandboxes": sessions,
                     "daemon_vmhwm_mb": round(memory_kib(daemon.pid).get("VmHWM", 0) / 1024, 1),
                 },
-                note=f"{rate:.0f} events/s, daemon peak RSS {peak_mb:.0f} MB",
+                note=f"{rate:.0f} events/s, daemon peak RSS {peak_mb:.0f} MB, "
+                f"daemon CPU {cpu * 1000 / total:.2f} ms/event",
             )
         )
         for i in range(sessions):  # end the conversations: their sandboxes go

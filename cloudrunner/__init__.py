@@ -4,8 +4,7 @@ Importing the package costs nothing beyond the interpreter: the per-event client
 (`cloudrunner hook`) starts on every agent step, so `__version__` is looked up lazily.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: the client's start-up would pay for it.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -13,7 +12,7 @@ if TYPE_CHECKING:
 __all__ = ["__version__"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     if name == "__version__":
         from importlib.metadata import PackageNotFoundError, version
 

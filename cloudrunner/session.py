@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -19,6 +20,7 @@ import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -43,6 +45,7 @@ class SessionState(BaseModel):
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
+@functools.lru_cache(maxsize=1024)
 def _file_stem(conversation_id: str) -> str:
     """The file name of a conversation's state: a hash of its id and nothing of the id
     itself (ids come from the caller: no length, character or encoding of theirs reaches
@@ -63,6 +66,8 @@ def _legacy_stem(conversation_id: str) -> str | None:
 class SessionStore:
     def __init__(self, state_dir: Path) -> None:
         self.directory = state_dir / "sessions"
+        # made once (an event's update need not ask again); made again if it vanishes
+        self._made = False
 
     def _paths(self, conversation_id: str) -> tuple[Path, Path]:
         stem = _file_stem(conversation_id)
@@ -75,24 +80,13 @@ class SessionStore:
     @contextlib.contextmanager
     def update(self, conversation_id: str) -> Iterator[SessionState]:
         """Yield the state under the conversation's lock; write it back if the block succeeds."""
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise SessionStateError(
-                f"cannot create the session state directory {self.directory}: {exc.strerror}; "
-                "point --state-dir at a writable directory"
-            ) from exc
         path, lock_path = self._paths(conversation_id)
-        try:
-            lock = open(lock_path, "a+b")  # noqa: SIM115 - closed by the with below
-        except OSError as exc:
-            raise SessionStateError(
-                f"cannot open the session state lock {lock_path}: {exc.strerror}"
-            ) from exc
-        with lock:
+        with self._open_lock(lock_path) as lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             try:
                 state = self._read(path, conversation_id)
+                # Compared as dicts: the same content in another key order (the file is
+                # written with sorted keys) is no change and needs no write.
                 before = state.model_dump()
                 yield state
                 if state.model_dump() != before:
@@ -100,9 +94,30 @@ class SessionStore:
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
+    def _open_lock(self, lock_path: Path) -> BinaryIO:
+        if self._made:
+            try:
+                return open(lock_path, "a+b")
+            except FileNotFoundError:
+                self._made = False
+            except OSError as exc:
+                raise SessionStateError(
+                    f"cannot open the session state lock {lock_path}: {exc.strerror}"
+                ) from exc
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            lock = open(lock_path, "a+b")  # noqa: SIM115 (the caller's with closes it)
+        except OSError as exc:
+            raise SessionStateError(
+                f"cannot create the session state directory {self.directory}: {exc.strerror}; "
+                "point --state-dir at a writable directory"
+            ) from exc
+        self._made = True
+        return lock
+
     def _read(self, path: Path, conversation_id: str) -> SessionState:
         try:
-            raw = path.read_bytes()
+            raw = _read_bytes(str(path))
         except FileNotFoundError:
             legacy = _legacy_stem(conversation_id)
             old = self.directory / f"{legacy}.json" if legacy else None
@@ -150,6 +165,18 @@ class SessionStore:
                     f"cannot write session state {path}: {exc.strerror or exc}"
                 ) from exc
             raise
+
+
+def _read_bytes(path: str) -> bytes:
+    """A small file's bytes without the io stack (read twice per event)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 class PersistentLoopCounterStore:

@@ -7,6 +7,14 @@ A broken file disables its own source only. Each loaded source carries its prior
 working directory of its hooks and the sha256 of the bytes it loaded; `SourceSet.reload()`
 re-reads any file that changed since it was loaded.
 
+A long-lived worker loads every source on every event (a changed file takes effect on the
+next event), so an unchanged file's load is remembered: by its identity (the file's and its
+symlink's inode, size and times), the identity of its directory and of its source's root.
+Any edit, replacement, new symlink or moved directory there changes that identity and the
+file is read again (its content hashed, its parse reused when the bytes are the same). A
+file changed in the last `RACY_NS` is always read: within one timer tick two writes of the
+same size leave the same times, so its identity cannot tell them apart yet.
+
 Reading refuses a symlink that resolves outside the source's directory, anything that is
 not a regular file, and files over 1 MiB: a repository is untrusted input, and its hooks
 file must not become a way to read (or hang on) something else on the worker's host.
@@ -17,6 +25,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -181,6 +191,59 @@ def _filter(
     return hooks, notes
 
 
+#: a file changed this recently (ns) is re-read on every load (see the module docstring)
+RACY_NS = 2_000_000_000
+_CACHE_MAX = 256
+_cache_lock = threading.Lock()
+#: (kind, path, root, working_dir, profile, required) -> (guard, the source as loaded)
+_loaded: dict[tuple[object, ...], tuple[tuple[int, ...], LoadedSource]] = {}
+
+
+def _guard(path: str, root: str) -> tuple[int, ...] | None:
+    """The identity of a hooks file, its directory and its source's root, or None when
+    one of them cannot be stat'ed (then nothing is remembered). Plain strings, not
+    pathlib: this runs for every source on every event."""
+    directory = os.path.dirname(path)
+    try:
+        link = os.lstat(path)
+        target = os.stat(path)
+        parent = os.lstat(directory)
+        top = parent if root == directory else os.lstat(root)
+    except OSError:
+        return None
+    return (
+        link.st_ino,
+        link.st_mtime_ns,
+        target.st_dev,
+        target.st_ino,
+        target.st_size,
+        target.st_mtime_ns,
+        target.st_ctime_ns,
+        link.st_ctime_ns,
+        parent.st_dev,
+        parent.st_ino,
+        parent.st_mtime_ns,
+        parent.st_ctime_ns,
+        top.st_dev,
+        top.st_ino,
+        top.st_mtime_ns,
+        top.st_ctime_ns,
+    )
+
+
+def _settled(guard: tuple[int, ...]) -> bool:
+    """Whether every time in the guard is older than RACY_NS."""
+    newest = max(guard[1], guard[5], guard[6], guard[7], guard[10], guard[11], guard[14],
+                 guard[15])  # fmt: skip
+    return time.time_ns() - newest > RACY_NS
+
+
+def forget_loaded_sources() -> None:
+    """Drop every remembered load (tests; a worker never needs to)."""
+    with _cache_lock:
+        _loaded.clear()
+
+
 @functools.lru_cache(maxsize=256)
 def _parsed(data: bytes, file: str) -> ParseResult:
     """`parse_hooks_file`, once per file and content: a daemon reloads every source on every
@@ -189,6 +252,37 @@ def _parsed(data: bytes, file: str) -> ParseResult:
 
 
 def _load_file(
+    kind: SourceKind,
+    path: Path,
+    root: Path,
+    working_dir: Path,
+    profile: Profile,
+    *,
+    required: bool,
+) -> LoadedSource:
+    file, top = str(path), str(root)
+    key = (kind, file, top, str(working_dir), profile, required)
+    guard = _guard(file, top)
+    if guard is not None:
+        remembered = _loaded.get(key)
+        if remembered is not None and remembered[0] == guard:
+            return remembered[1]
+    source = _read_file(kind, path, root, working_dir, profile, required=required)
+    # Remembered only if the file still has the identity it had before it was read.
+    if (
+        guard is not None
+        and source.status is SourceStatus.LOADED
+        and _settled(guard)
+        and _guard(file, top) == guard
+    ):
+        with _cache_lock:
+            if len(_loaded) >= _CACHE_MAX:
+                _loaded.pop(next(iter(_loaded)))
+            _loaded[key] = (guard, source)
+    return source
+
+
+def _read_file(
     kind: SourceKind,
     path: Path,
     root: Path,

@@ -120,6 +120,8 @@ class EventReply:
 
 
 def _inside(path: Path, root: Path) -> bool:
+    if path == root:  # the project source's hooks, on every event: no need to resolve
+        return True
     try:
         path.resolve().relative_to(root.resolve())
     except ValueError:

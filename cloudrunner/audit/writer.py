@@ -7,6 +7,13 @@ since this writer last wrote, and only then chains and writes the record with on
 `write(2)` on an O_APPEND descriptor. A writer killed mid-line leaves a torn line; the next
 writer terminates it and appends a `torn_record` naming its offset, length and sha256
 before going on from the last intact record: torn bytes are never rewritten or dropped.
+
+With fsync "always", `append`/`append_many` return only once their records are on disk. An
+append with no other under way syncs under the lock, as it always did; when appends overlap,
+the fdatasync runs after the locks are released and is shared (group commit, see
+`group_commit`): the records every concurrent event appended while one sync ran are made
+durable by the next single sync, so the chain's order is the order of the writes and the
+number of syncs does not grow with the number of concurrent events.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from cloudrunner.audit.config import (
     FsyncPolicy,
 )
 from cloudrunner.audit.errors import AuditLogError
+from cloudrunner.audit.group_commit import GroupCommit, SyncFailed
 from cloudrunner.audit.lines import LogTail, TornSpan, read_tail
 from cloudrunner.audit.pipeline import (
     ChainHead,
@@ -134,6 +142,14 @@ class AuditWriter(ClosesOnExit):
         self._dirty = False
         self._batching = False
         self._last_sync = time.monotonic()
+        # Batches appended by this writer (under the lock) and the group commit of their sync.
+        self._generation = 0
+        self._group = GroupCommit(self._group_sync)
+        # Appends under way (waiting for the lock, writing or waiting for their sync): one
+        # alone syncs under the lock as before, with company the sync is shared.
+        self._arrivals = 0
+        self._sync_count = 0
+        self._arrivals_lock = threading.Lock()
         processors: list[Processor] = [
             *record_processors(
                 worker=worker, include_payload_text=include_payload_text, clock=clock
@@ -178,25 +194,50 @@ class AuditWriter(ClosesOnExit):
     def append_many(
         self, entries: Iterable[tuple[RecordKind | str, Mapping[str, Any]]]
     ) -> list[AuditRecord]:
-        """Append several records under one lock, so an event's records stay together."""
+        """Append several records under one lock, so an event's records stay together.
+
+        With fsync "always" it returns once they are on disk: one fdatasync for the whole
+        batch. An append with no other under way syncs under the lock; otherwise the sync
+        is made after the lock is released and shared with every batch appended while the
+        previous sync ran (group commit)."""
         prepared = [self._prepare(kind, fields) for kind, fields in entries]
-        with self._locked():
-            # One sync for the whole batch (fsync "always"): every record of the event is on
-            # disk before the answer, at the cost of one fdatasync, not one per record.
-            self._batching = True
-            try:
-                written = [self._logger.audit(fields) for fields in prepared]
-            finally:
-                self._batching = False
-            if self._dirty and self.config.fsync is FsyncPolicy.ALWAYS:
-                self._fdatasync()
-            return written
+        policy = self.config.fsync
+        with self._arrivals_lock:
+            self._arrivals += 1
+        try:
+            with self._locked():
+                self._batching = True
+                try:
+                    written = [self._logger.audit(fields) for fields in prepared]
+                finally:
+                    self._batching = False
+                    self._generation += 1
+                    generation = self._generation
+                if self._dirty and (
+                    (policy is FsyncPolicy.ALWAYS and self._arrivals == 1)
+                    or (
+                        policy is FsyncPolicy.INTERVAL
+                        and time.monotonic() - self._last_sync >= self.config.fsync_interval
+                    )
+                ):
+                    self._fdatasync()
+            if policy is FsyncPolicy.ALWAYS:
+                self._group.wait(generation)  # at once when the sync above covered it
+        finally:
+            with self._arrivals_lock:
+                self._arrivals -= 1
+        return written
 
     def sync(self) -> None:
         """Force what was written to disk, whatever the fsync policy."""
         with self._thread_lock:
             if self._fd is not None and self._dirty:
                 self._fdatasync()
+
+    @property
+    def syncs(self) -> int:
+        """How many fdatasync calls this writer made so far (tests, the bench)."""
+        return self._sync_count
 
     def close(self) -> None:
         with self._thread_lock:
@@ -258,6 +299,7 @@ class AuditWriter(ClosesOnExit):
 
     def _sync_tail(self) -> None:
         """Under the lock: make sure we hold the live file and know its chain tail."""
+        st: os.stat_result | None = None
         try:
             st = os.stat(self.path)
             current: tuple[int, int] | None = (st.st_dev, st.st_ino)
@@ -267,12 +309,17 @@ class AuditWriter(ClosesOnExit):
             raise self._error("cannot read", exc) from exc
         if self._fd is None or current != self._file_id:
             if self._fd is not None:
+                # Another process rotated the file: what this writer wrote to the old one
+                # and a waiting event still counts on must reach the disk before we let go.
+                if self._dirty and self.config.fsync is not FsyncPolicy.NEVER:
+                    self._fdatasync()
                 os.close(self._fd)
                 self._fd = None
             fd = self._open_live()
         else:
             fd = self._fd
-        size = os.fstat(fd).st_size
+        # The path names our file (same device and inode): its stat is our file's size.
+        size = st.st_size if st is not None and current == self._file_id else os.fstat(fd).st_size
         if size == self._known_size:
             return
         tail = read_tail(fd, self.path)
@@ -361,6 +408,7 @@ class AuditWriter(ClosesOnExit):
             self._fdatasync()
 
     def _fdatasync(self) -> None:
+        """Under the lock: sync the live file; every batch completed so far is durable."""
         assert self._fd is not None
         try:
             os.fdatasync(self._fd)
@@ -368,6 +416,33 @@ class AuditWriter(ClosesOnExit):
             raise self._error("cannot sync", exc) from exc
         self._dirty = False
         self._last_sync = time.monotonic()
+        self._sync_count += 1
+        self._group.covered(self._generation)
+
+    def _group_sync(self) -> int:
+        """The group commit's sync: snapshot the newest batch and the live file under the
+        lock, then fdatasync a duplicate of its descriptor outside it, so appends go on (and
+        a rotation or close may replace the descriptor) while the disk works."""
+        with self._thread_lock:
+            generation = self._generation
+            if self._fd is None or not self._dirty:
+                return generation  # closed or synced under the lock since: nothing to do
+            try:
+                fd = os.dup(self._fd)
+            except OSError as exc:
+                raise SyncFailed(generation, self._error("cannot sync", exc)) from exc
+            self._dirty = False
+        try:
+            os.fdatasync(fd)
+        except OSError as exc:
+            with self._thread_lock:
+                self._dirty = True
+            raise SyncFailed(generation, self._error("cannot sync", exc)) from exc
+        finally:
+            os.close(fd)
+        self._last_sync = time.monotonic()
+        self._sync_count += 1  # a lost update under a race only miscounts, never syncs less
+        return generation
 
     def _rotate(self) -> None:
         """audit.log -> audit.log.1, audit.log.1 -> audit.log.2, ... then a fresh audit.log."""

@@ -11,6 +11,7 @@ matcher does not match are listed separately, so the audit can say why they did 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -79,12 +80,13 @@ class PlannedHook:
     def definition(self) -> HookDefinition:
         return self.entry.definition
 
-    @property
+    @functools.cached_property
     def hook_id(self) -> str:
-        """Stable and unique within a run: source kind, file and JSON pointer."""
+        """Stable and unique within a run: source kind, file and JSON pointer (made once:
+        the runner, the merge and the audit records each ask for it)."""
         return f"{self.source_kind}:{self.source_path}#{self.entry.pointer}"
 
-    @property
+    @functools.cached_property
     def script_key(self) -> str:
         """What loop budgets are counted per (with the conversation id)."""
         return f"{self.event}\x1f{self.source_kind}\x1f{self.source_path}\x1f{self.command}"

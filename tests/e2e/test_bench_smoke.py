@@ -55,13 +55,23 @@ def test_the_smoke_run_fills_every_section_and_writes_json_and_chart(
     assert {r["mode"] for r in report["sections"]["end_to_end"]} >= {
         "hook client, daemon up",
         "hook client, no console script",
+        "hook client, python -IS",
+        "python start-up only",
+        "daemon HTTP request only",
+        "bare, beside the daemon",
         "cloudrunner run (in-process)",
     }
     for row in report["sections"]["throughput"]:
         assert row["extra"]["events_per_s"] > 0
         assert row["extra"]["peak_rss_mb"] > 0
+        assert row["extra"]["daemon_cpu_ms_per_event"] >= 0
     assert len(report["sections"]["scaling"]) == 7
-    assert len(report["targets"]) == 6
+    assert len(report["targets"]) == 9
+    figures = report["meta"]["figures"]
+    for name in ("daemon_overhead_p50_ms", "client_x_interpreter", "client_is_x_interpreter",
+                 "events_per_s_1", "events_per_s_4", "peak_rss_mb_4"):  # fmt: skip
+        assert isinstance(figures[name], float), name
+    assert "in-daemon overhead, trivial warm hook:" in proc.stdout
     svg = (out / "bench.svg").read_text()
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
     # the one table, with its targets

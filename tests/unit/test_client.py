@@ -125,12 +125,3 @@ def test_no_daemon_is_answered_by_policy_with_one_line(
     assert client.main(["hook", "beforeSubmitPrompt", "--socket", sock, "--exit-code"]) == 2
     out, err = capfd.readouterr()
     assert '"continue": false' in out and "fail-closed" in err
-
-
-def test_the_installed_command_is_the_launcher_without_a_wrapper() -> None:
-    import sys
-
-    installed = Path(sys.executable).with_name("cloudrunner")
-    text = installed.read_text()
-    assert "from cloudrunner.cli import main" in text
-    assert "import re" not in text, "a generated console-script wrapper (imports re) is installed"

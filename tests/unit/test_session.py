@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import shutil
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,36 @@ def test_a_loop_count_that_cannot_be_written_is_reported_not_raised(tmp_path: Pa
     assert budget.allowed  # decided from the count read (none): under the limit
     (problem,) = loops.problems
     assert "session state directory" in problem and "not counted" in problem
+
+
+def test_a_sessions_directory_removed_under_a_live_store_is_made_again(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    with store.update("c") as state:
+        state.env["A"] = "1"
+    shutil.rmtree(tmp_path / "sessions")
+    with store.update("c") as state:
+        assert state.env == {}
+        state.env["B"] = "2"
+    assert SessionStore(tmp_path).load("c").env == {"B": "2"}
+
+
+def test_the_same_state_in_another_key_order_is_not_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SessionStore(tmp_path)
+    with store.update("c") as state:
+        state.source_hashes = {"team": "2", "enterprise": "1"}
+    writes: list[object] = []
+    real = SessionStore._write
+
+    def counting(self: SessionStore, path: Path, state: object) -> None:
+        writes.append(state)
+        real(self, path, state)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SessionStore, "_write", counting)
+    with store.update("c") as state:  # read back in sorted order, assigned in source order
+        state.source_hashes = {"team": "2", "enterprise": "1"}
+    assert writes == []
+    with store.update("c") as state:
+        state.source_hashes = {"team": "3", "enterprise": "1"}
+    assert len(writes) == 1

@@ -1,0 +1,93 @@
+"""The figures issue 17 asks for, from one run's rows, each next to the bare figure it is
+compared with: the daemon's overhead over the bare hook, the client over the bare
+interpreter, events/s and the daemon's memory at 1, 8 and 32 sessions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench import end_to_end
+from bench.cases import CAT as CAT_CASE
+from bench.results import Report, Row
+from bench.sandbox_modes import bare_key
+
+CAT = CAT_CASE.name
+
+
+def _row(report: Report, section: str, mode: str, runtime: str = "runc") -> Row | None:
+    row = report.row(f"{section}/{CAT}/{mode}/{runtime}")
+    return row if row is not None and row.samples_ms else None
+
+
+def figures(report: Report) -> dict[str, Any]:
+    """Named figures (ms, ratios, events/s, MB); a part not run leaves its figures out."""
+    out: dict[str, Any] = {}
+    bare = _row(report, "end_to_end", end_to_end.BARE) or report.row(bare_key(CAT_CASE))
+    request = _row(report, "end_to_end", end_to_end.REQUEST)
+    interpreter = _row(report, "end_to_end", end_to_end.INTERPRETER)
+    if bare is not None and request is not None:
+        b, r = bare.summary, request.summary
+        out["daemon_overhead_p50_ms"] = r.p50 - b.p50
+        out["daemon_overhead_p99_ms"] = r.p99 - b.p99
+        out["daemon_request_x_bare"] = r.p50 / b.p50
+    for key, mode in (("client", end_to_end.CLIENT), ("client_is", end_to_end.CLIENT_IS)):
+        row = _row(report, "end_to_end", mode)
+        if row is None or interpreter is None:
+            continue
+        c, i = row.summary.p50, interpreter.summary.p50
+        out[f"{key}_p50_ms"] = c
+        out[f"{key}_x_interpreter"] = c / i
+        out[f"{key}_over_interpreter_ms"] = c - i
+        if request is not None:
+            # What the client process itself adds to the daemon's answer, over the floor.
+            out[f"{key}_own_over_interpreter_ms"] = c - request.summary.p50 - i
+    if interpreter is not None:
+        out["interpreter_p50_ms"] = interpreter.summary.p50
+    bare_rate = 1000.0 / bare.summary.p50 if bare is not None else None
+    for sessions in (1, 4, 8, 32):
+        row = report.row(f"throughput/{CAT}/{sessions} session{'s' if sessions > 1 else ''}/runc")
+        if row is None:
+            continue
+        rate = float(row.extra["events_per_s"])
+        out[f"events_per_s_{sessions}"] = rate
+        out[f"peak_rss_mb_{sessions}"] = float(row.extra["peak_rss_mb"])
+        if "daemon_cpu_ms_per_event" in row.extra:
+            out[f"daemon_cpu_ms_per_event_{sessions}"] = float(row.extra["daemon_cpu_ms_per_event"])
+        if bare_rate:
+            out[f"events_per_s_{sessions}_x_bare_rate"] = rate / bare_rate
+    return out
+
+
+def render(found: dict[str, Any]) -> list[str]:
+    lines = ["figures (issue 17; each against the bare figure of the same run):"]
+    if "daemon_overhead_p50_ms" in found:
+        lines.append(
+            f"  in-daemon overhead, trivial warm hook: {found['daemon_overhead_p50_ms']:+.2f} ms "
+            f"at p50, {found['daemon_overhead_p99_ms']:+.2f} ms at p99 over the bare "
+            f"`sh -c cat` ({found['daemon_request_x_bare']:.2f}x bare at p50)"
+        )
+    for key, name in (
+        ("client", "cloudrunner hook"),
+        ("client_is", "python3 -IS cloudrunner hook"),
+    ):
+        if f"{key}_p50_ms" not in found:
+            continue
+        own = found.get(f"{key}_own_over_interpreter_ms")
+        lines.append(
+            f"  `{name}`: {found[f'{key}_p50_ms']:.2f} ms p50 = "
+            f"{found[f'{key}_x_interpreter']:.2f}x `python3 -I -S -c pass` "
+            f"({found['interpreter_p50_ms']:.2f} ms), {found[f'{key}_over_interpreter_ms']:+.2f} ms"
+            + (f"; without the daemon's answer {own:+.2f} ms" if own is not None else "")
+        )
+    for n in (1, 4, 8, 32):
+        if f"events_per_s_{n}" not in found:
+            continue
+        x = found.get(f"events_per_s_{n}_x_bare_rate")
+        ratio = f" ({x:.2f}x the bare hook run one at a time)" if x else ""
+        cpu = found.get(f"daemon_cpu_ms_per_event_{n}")
+        lines.append(
+            f"  {n} session{'s' if n > 1 else ''}: {found[f'events_per_s_{n}']:.0f} events/s"
+            f"{ratio}, daemon peak RSS {found[f'peak_rss_mb_{n}']:.0f} MB"
+            + (f", daemon CPU {cpu:.2f} ms/event" if cpu is not None else "")
+        )
+    return lines if len(lines) > 1 else []

@@ -1,0 +1,173 @@
+"""A long-lived worker's remembered source loads: an unchanged file is not read again, any
+change (content, replacement, symlink, moved directory) is seen on the very next load."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cloudrunner import sources
+from cloudrunner.protocol.profiles import SourceKind
+from cloudrunner.sources import SourceSettings, SourceStatus, load_sources
+
+
+def document(command: str) -> bytes:
+    return json.dumps({"version": 1, "hooks": {"stop": [{"command": command}]}}).encode()
+
+
+def project_commands(settings: SourceSettings) -> list[str]:
+    project = load_sources(settings).source(SourceKind.PROJECT)
+    return [e.definition.command or "" for e in project.hooks.get("stop", ())]
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache() -> Iterator[None]:
+    sources.forget_loaded_sources()
+    yield
+    sources.forget_loaded_sources()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    (repo / ".cursor").mkdir(parents=True)
+    (repo / ".cursor" / "hooks.json").write_bytes(document("first"))
+    return repo
+
+
+class Reads:
+    """Counts the project hooks file's actual reads (the real reader runs)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = sources.read_hooks_bytes
+
+        def counting(path: Path, root: Path) -> bytes:
+            if path.parent.name == ".cursor":
+                self.count += 1
+            return real(path, root)
+
+        monkeypatch.setattr(sources, "read_hooks_bytes", counting)
+
+
+def test_an_unchanged_settled_file_is_read_once(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sources, "RACY_NS", -(10**18))  # every file counts as settled
+    reads = Reads(monkeypatch)
+    settings = SourceSettings(workspace=repo)
+    first = load_sources(settings).source(SourceKind.PROJECT)
+    second = load_sources(settings).source(SourceKind.PROJECT)
+    assert second is first and reads.count == 1
+    assert first.status is SourceStatus.LOADED
+
+
+def test_a_recently_changed_file_is_read_on_every_load(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same size, same mtime: the times of a just-written file cannot tell the edit apart,
+    so a file changed within RACY_NS (2 s) is never remembered."""
+    reads = Reads(monkeypatch)
+    settings = SourceSettings(workspace=repo)
+    hooks = repo / ".cursor" / "hooks.json"
+    assert project_commands(settings) == ["first"]
+    before = os.stat(hooks)
+    with open(hooks, "r+b") as fh:  # in place: same inode, same size
+        fh.write(document("again"))
+    os.utime(hooks, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert project_commands(settings) == ["again"]
+    assert reads.count == 2
+
+
+def test_a_changed_file_is_read_again_and_its_hash_checked(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sources, "RACY_NS", -(10**18))
+    reads = Reads(monkeypatch)
+    settings = SourceSettings(workspace=repo)
+    hooks = repo / ".cursor" / "hooks.json"
+    first = load_sources(settings).source(SourceKind.PROJECT)
+    # Touched, same bytes: read again, same hash, same hooks.
+    os.utime(hooks, ns=(1, 10**18))
+    touched = load_sources(settings).source(SourceKind.PROJECT)
+    assert reads.count == 2 and touched.sha256 == first.sha256 and touched.hooks == first.hooks
+    # Replaced by rename (how editors and git write): the new content.
+    new = hooks.with_name("new.json")
+    new.write_bytes(document("second, longer"))
+    new.replace(hooks)
+    assert project_commands(settings) == ["second, longer"]
+    # Deleted: absent at once.
+    hooks.unlink()
+    assert load_sources(settings).source(SourceKind.PROJECT).status is SourceStatus.ABSENT
+
+
+def test_a_remembered_file_swapped_for_an_escaping_symlink_is_refused(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sources, "RACY_NS", -(10**18))
+    settings = SourceSettings(workspace=repo)
+    assert project_commands(settings) == ["first"]
+    outside = tmp_path / "outside.json"
+    outside.write_bytes(document("evil"))
+    hooks = repo / ".cursor" / "hooks.json"
+    hooks.unlink()
+    hooks.symlink_to(outside)
+    project = load_sources(settings).source(SourceKind.PROJECT)
+    assert project.status is SourceStatus.BROKEN
+    assert project.diagnostics[0].code == "symlink-escape"
+
+
+def test_a_remembered_directory_swapped_for_an_escaping_symlink_is_refused(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sources, "RACY_NS", -(10**18))
+    settings = SourceSettings(workspace=repo)
+    assert project_commands(settings) == ["first"]
+    # The very same file (a hard link) reached through a .cursor that now points outside.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.link(repo / ".cursor" / "hooks.json", elsewhere / "hooks.json")
+    (repo / ".cursor").rename(tmp_path / "old-cursor")
+    (repo / ".cursor").symlink_to(elsewhere)
+    project = load_sources(settings).source(SourceKind.PROJECT)
+    assert project.status is SourceStatus.BROKEN
+    assert project.diagnostics[0].code == "symlink-escape"
+
+
+def test_each_source_and_profile_is_remembered_apart(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sources, "RACY_NS", -(10**18))
+    team = tmp_path / "team.json"
+    team.write_bytes(document("team"))
+    trusting = SourceSettings(workspace=repo, team_path=team)
+    untrusting = SourceSettings(workspace=repo, team_path=team, trust_workspace=False)
+    assert project_commands(trusting) == ["first"]
+    assert project_commands(untrusting) == []
+    loaded = load_sources(trusting)
+    assert [e.definition.command for e in loaded.source(SourceKind.TEAM).hooks["stop"]] == ["team"]
+
+
+# commands of letters and digits: a blank command is invalid, which is another test's matter
+COMMANDS = st.text(st.characters(whitelist_categories=("L", "N")), min_size=1, max_size=40)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(COMMANDS, min_size=1, max_size=6))
+def test_every_edit_is_seen_on_the_next_load(tmp_path_factory: pytest.TempPathFactory,
+                                             commands: list[str]) -> None:  # fmt: skip
+    """Whatever the sequence of edits (sizes equal or not, as fast as they come), each load
+    answers the file's current content."""
+    repo = tmp_path_factory.mktemp("repo")
+    (repo / ".cursor").mkdir()
+    hooks = repo / ".cursor" / "hooks.json"
+    settings_ = SourceSettings(workspace=repo)
+    for command in commands:
+        hooks.write_bytes(document(command))
+        assert project_commands(settings_) == [command]

@@ -1,10 +1,9 @@
 """`head_commit` on real git repositories: every way git moves HEAD is seen on the next
-call, whether or not the answer was remembered, and an unchanged HEAD is not read again."""
+call."""
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,22 +25,6 @@ def commit(repo: Path, name: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-@pytest.fixture(autouse=True)
-def fresh() -> Iterator[None]:
-    workspace._heads.clear()
-    yield
-    workspace._heads.clear()
-
-
-@pytest.fixture(params=["settled", "racy"])
-def racy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """settled: every file counts as old enough to be remembered; racy: the real window (the
-    test's files are all new, so nothing is remembered)."""
-    if request.param == "settled":
-        monkeypatch.setattr(workspace, "RACY_NS", -(10**18))
-    return str(request.param)
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
@@ -51,7 +34,7 @@ def repo(tmp_path: Path) -> Path:
     return repo
 
 
-def test_every_move_of_head_is_seen(repo: Path, racy: str) -> None:
+def test_every_move_of_head_is_seen(repo: Path) -> None:
     ws = workspace.adopt(repo)
     first = git(repo, "rev-parse", "HEAD")
     assert workspace.head_commit(ws) == first
@@ -73,7 +56,7 @@ def test_every_move_of_head_is_seen(repo: Path, racy: str) -> None:
     assert workspace.head_commit(ws) == first
 
 
-def test_a_subdirectory_uses_the_enclosing_repository(repo: Path, racy: str) -> None:
+def test_a_subdirectory_uses_the_enclosing_repository(repo: Path) -> None:
     (repo / "pkg").mkdir()
     ws = workspace.adopt(repo / "pkg")
     assert workspace.head_commit(ws) == git(repo, "rev-parse", "HEAD")
@@ -82,7 +65,7 @@ def test_a_subdirectory_uses_the_enclosing_repository(repo: Path, racy: str) -> 
 
 
 def test_an_unborn_branch_or_a_git_file_answers_the_known_commit(
-    repo: Path, tmp_path: Path, racy: str
+    repo: Path, tmp_path: Path
 ) -> None:
     ws = workspace.adopt(repo)
     git(repo, "checkout", "-q", "--orphan", "nothing-yet")
@@ -92,26 +75,3 @@ def test_an_unborn_branch_or_a_git_file_answers_the_known_commit(
     assert (linked / ".git").is_file()
     other = workspace.adopt(linked)
     assert workspace.head_commit(other) == other.commit
-
-
-def test_an_unchanged_settled_head_is_not_read_again(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(workspace, "RACY_NS", -(10**18))
-    reads: list[str] = []
-    real = workspace._read_text
-
-    def counting(path: str) -> str:
-        reads.append(path)
-        return real(path)
-
-    monkeypatch.setattr(workspace, "_read_text", counting)
-    ws = workspace.adopt(repo)
-    head = workspace.head_commit(ws)
-    assert len(reads) == 2  # HEAD and refs/heads/main
-    for _ in range(5):
-        assert workspace.head_commit(ws) == head
-    assert len(reads) == 2
-    new = commit(repo, "b")
-    assert workspace.head_commit(ws) == new
-    assert len(reads) == 4

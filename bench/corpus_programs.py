@@ -4,7 +4,8 @@
     .venv/bin/python bench/corpus_programs.py cloudrunner/hook-runtime:latest --dir DIR
 
 Runs `cloudrunner validate` (the same check a hook author gets) over every hooks file of the
-corpus kept in tests/data/corpus/hooks-json, once per image, and prints per image how many
+corpus (shared/corpus/hooks-json beside the checkout: third-party data, not kept in the
+repository), once per image, and prints per image how many
 cloud-running hooks start a program the image does not have, and which programs. Needs a
 Docker engine (the image's programs are listed in a throwaway container); prints figures,
 asserts nothing.
@@ -20,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "corpus" / "hooks-json"
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "hooks-json"
 
 
 def measure(

@@ -1,4 +1,5 @@
-"""Expected verdicts for every file of the shared hooks.json corpus (tests/data/corpus).
+"""Expected verdicts for every file of the shared hooks.json corpus
+(`corpus/hooks-json` of the shared material beside the checkout; see tests/support/shared.py).
 
 Each file either loads (with the number of hook definitions it yields under known events),
 or is rejected with the listed (diagnostic code, JSON pointer) errors. Why each rejected file

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from cloudrunner.cli import main
+from tests.support.shared import corpus_dir
 from tests.unit.corpus_verdicts import REJECTED, VERDICTS
-
-CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "hooks-json"
 
 
 def write(path: Path, document: object) -> Path:
@@ -122,7 +121,7 @@ def test_refused_file_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_whole_corpus_matches_the_table(capsys: pytest.CaptureFixture[str]) -> None:
-    paths = sorted(str(p) for p in CORPUS.glob("*.json"))
+    paths = sorted(str(p) for p in corpus_dir().glob("*.json"))
     assert main(["validate", "--format", "json", *paths]) == 1
     report = json.loads(capsys.readouterr().out)
     assert len(report["files"]) == 200
@@ -134,14 +133,6 @@ def test_whole_corpus_matches_the_table(capsys: pytest.CaptureFixture[str]) -> N
             assert f["hooks"] == []
         else:
             assert len(f["hooks"]) == expected.hooks
-
-
-def test_shared_corpus_beside_the_repo_is_the_same_as_the_copy() -> None:
-    shared = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "hooks-json"
-    if not shared.is_dir():
-        pytest.skip(f"no shared corpus at {shared}")
-    for p in shared.glob("*.json"):
-        assert (CORPUS / p.name).read_bytes() == p.read_bytes()
 
 
 def test_matchers_that_may_run_out_of_time_or_read_otherwise_in_javascript(

@@ -9,20 +9,24 @@ import pytest
 
 from cloudrunner.protocol.config import parse_hooks_file
 from cloudrunner.protocol.events import EVENTS
+from tests.support.shared import corpus_dir
 from tests.unit.corpus_verdicts import LOADS, REJECTED, VERDICTS
 
-CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus" / "hooks-json"
-FILES = sorted(p.name for p in CORPUS.glob("*.json"))
+
+@pytest.fixture(scope="module")
+def corpus() -> Path:
+    return corpus_dir()
 
 
-def test_the_table_covers_the_corpus() -> None:
-    assert len(FILES) == 200
-    assert set(FILES) == set(VERDICTS)
+def test_the_table_covers_the_corpus(corpus: Path) -> None:
+    files = {p.name for p in corpus.glob("*.json")}
+    assert len(files) == 200
+    assert files == set(VERDICTS)
 
 
-@pytest.mark.parametrize("name", FILES)
-def test_corpus_file_verdict(name: str) -> None:
-    data = (CORPUS / name).read_bytes()
+@pytest.mark.parametrize("name", sorted(VERDICTS))
+def test_corpus_file_verdict(corpus: Path, name: str) -> None:
+    data = (corpus / name).read_bytes()
     result = parse_hooks_file(data, file=name)
     expected = VERDICTS[name]
     errors = tuple(sorted({(d.code, d.pointer) for d in result.errors}, key=str))

@@ -1,0 +1,99 @@
+"""docs/reference/settings.md: every worker setting with its type, default, environment
+variable and meaning, from the pydantic models the worker validates its settings with."""
+
+from __future__ import annotations
+
+import json
+import re
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from cloudrunner.settings import ENV_KEYS, Settings
+from docsgen.markdown import GENERATED_NOTE, code, table
+
+_SIMPLE = {"str": "string", "int": "integer", "float": "number", "bool": "boolean",
+           "Path": "path", "PosixPath": "path"}  # fmt: skip
+_QUALIFIED = re.compile(r"\b(?:[a-z_][a-z0-9_]*\.)+([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _type_name(annotation: Any) -> str:
+    if annotation is None:
+        return "none"
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return " or ".join(json.dumps(a) for a in typing.get_args(annotation))
+    args = typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return " or ".join(_type_name(a) for a in rest) + " (optional)"
+    if origin is typing.Annotated:
+        return _type_name(typing.get_args(annotation)[0])
+    if isinstance(annotation, type) and origin is None:
+        return _SIMPLE.get(annotation.__name__, annotation.__name__)
+    text = str(annotation).replace("typing.", "").replace("pathlib.", "")
+    return _QUALIFIED.sub(r"\1", text).replace("PosixPath", "Path").replace("NoneType", "none")
+
+
+def _default(info: FieldInfo) -> str:
+    if info.default_factory is not None:
+        value: Any = info.default_factory()  # type: ignore[call-arg]
+    else:
+        value = info.default
+    if isinstance(value, BaseModel):
+        return ""
+    if value is None:
+        return "unset"
+    if isinstance(value, dict | list) and not value:
+        return "empty"
+    if isinstance(value, str) and value == "":
+        return 'empty (`""`)'
+    return code(value if not isinstance(value, bool) else str(value).lower())
+
+
+def _rows(model: type[BaseModel], prefix: str) -> list[tuple[str, list[tuple[str, ...]]]]:
+    """(table name, rows) for this model and, after it, each nested model."""
+    env_of = {dotted: name for name, dotted in ENV_KEYS.items()}
+    rows: list[tuple[str, ...]] = []
+    nested: list[tuple[str, list[tuple[str, ...]]]] = []
+    for name, info in model.model_fields.items():
+        dotted = f"{prefix}{name}"
+        annotation = info.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            nested += _rows(annotation, f"{dotted}.")
+            continue
+        env = env_of.get(dotted)
+        rows.append(
+            (
+                code(dotted),
+                _type_name(annotation),
+                _default(info),
+                code(env) if env else "",
+                info.description or "",
+            )
+        )
+    return [(prefix.rstrip(".") or "top level", rows), *nested]
+
+
+def render() -> str:
+    out = [
+        "# Settings",
+        "",
+        GENERATED_NOTE,
+        "The worker reads its settings from defaults, then a TOML file (`--config FILE`, else",
+        "`$CLOUDRUNNER_CONFIG`, else `/etc/cloudrunner/config.toml` when present), then",
+        "`CLOUDRUNNER_*` environment variables, then command-line flags; each layer overrides",
+        "the one before key by key. A misspelt key or a wrong type is an error naming the",
+        "file or variable and the key. `cloudrunner config init` writes a commented default",
+        "file; `cloudrunner config show` prints the effective settings.",
+        "",
+        "Sizes take a byte count or a number with a unit (`512MiB`, `64m`, `1g`; binary units).",
+        "",
+    ]
+    for title, rows in _rows(Settings, ""):
+        heading = "Top-level keys" if title == "top level" else f"`[{title}]`"
+        out += [f"## {heading}", "", table(("key", "type", "default", "variable", "meaning"), rows)]
+    return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,83 @@
+"""The generated reference pages match the code, and the site builds strictly."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from docsgen.__main__ import DOCS, main, pages
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_committed_reference_pages_are_what_the_code_gives(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--check"]) == 0, capsys.readouterr().err
+
+
+def test_check_fails_and_names_a_stale_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copytree(DOCS, tmp_path / "docs")
+    stale = tmp_path / "docs" / "reference" / "settings.md"
+    stale.write_text(stale.read_text().replace("| `profile` |", "| `profiles` |"))
+    assert main(["--check", "--docs", str(tmp_path / "docs")]) == 1
+    err = capsys.readouterr().err
+    assert "reference/settings.md" in err and "run `python -m docsgen`" in err
+    assert main(["--docs", str(tmp_path / "docs")]) == 0
+    assert main(["--check", "--docs", str(tmp_path / "docs")]) == 0
+
+
+def test_every_setting_and_command_is_on_its_page() -> None:
+    from cloudrunner.cli import build_parser
+    from cloudrunner.settings import ENV_KEYS
+
+    rendered = {name: render() for name, render in pages().items()}
+    for variable in ENV_KEYS:
+        assert f"`{variable}`" in rendered["reference/settings.md"], variable
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    for command in commands:
+        assert f"`cloudrunner {command}`" in rendered["reference/cli.md"], command
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    # strict (and not -q, which hides the warnings strict counts): a broken link, a
+    # missing anchor or a page left out of the nav fails the build
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "site" / "reference" / "protocol" / "index.html").is_file()
+
+
+def test_an_orphan_page_fails_the_strict_build(tmp_path: Path) -> None:
+    shutil.copytree(DOCS, tmp_path / "docs")
+    (tmp_path / "docs" / "orphan.md").write_text("# Not in the nav\n")
+    config = (
+        (ROOT / "mkdocs.yml")
+        .read_text()
+        .replace("docs_dir: docs", f"docs_dir: {tmp_path / 'docs'}")
+    )
+    (tmp_path / "mkdocs.yml").write_text(config)
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(tmp_path / "mkdocs.yml"),
+         "-d", str(tmp_path / "site")],
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "orphan.md" in result.stderr

@@ -32,6 +32,12 @@ def _type_name(annotation: Any) -> str:
         return " or ".join(_type_name(a) for a in rest) + " (optional)"
     if origin is typing.Annotated:
         return _type_name(typing.get_args(annotation)[0])
+    if origin in (list, tuple, set, frozenset):
+        inner = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+        return "list of " + (_type_name(inner[0]) if inner else "values")
+    if origin is dict:
+        key, value = typing.get_args(annotation) or (str, object)
+        return f"table of {_type_name(key)} to {_type_name(value)}"
     if isinstance(annotation, type) and origin is None:
         return _SIMPLE.get(annotation.__name__, annotation.__name__)
     text = str(annotation).replace("typing.", "").replace("pathlib.", "")
@@ -47,8 +53,10 @@ def _default(info: FieldInfo) -> str:
         return ""
     if value is None:
         return "unset"
-    if isinstance(value, dict | list) and not value:
+    if isinstance(value, dict | list | tuple) and not value:
         return "empty"
+    if isinstance(value, list | tuple):
+        return code(json.dumps(list(value)))
     if isinstance(value, str) and value == "":
         return 'empty (`""`)'
     return code(value if not isinstance(value, bool) else str(value).lower())

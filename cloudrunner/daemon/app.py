@@ -14,6 +14,7 @@ import asyncio
 import functools
 import hmac
 import json
+import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -104,7 +105,7 @@ class App:
                 path=path,
                 error_type=type(exc).__name__,
                 error=str(exc),
-                exc_info=exc,
+                traceback="".join(traceback.format_exception(exc)),
             )
             return error_response(
                 DaemonError(f"internal error: {type(exc).__name__}: {exc}", "internal", 500)

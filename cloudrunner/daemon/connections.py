@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import structlog
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from cloudrunner.daemon.app import token_matches
 
@@ -140,6 +140,7 @@ class GuardedProtocol(HttpToolsProtocol):
         self._head_size = 0
         self._message_done = False
         self._close_when_done = False
+        self._answering: deque[tuple[RequestResponseCycle, bool]] = deque()
         self._discarded = 0
         self._requests = 0
         self._admitted = False
@@ -243,10 +244,16 @@ class GuardedProtocol(HttpToolsProtocol):
         book.started(self)
         if unauthorized or self._requests >= book.limits.keepalive_max_requests:
             cycle.keep_alive = False
-        if not cycle.keep_alive:
-            # close only when the request has fully arrived (a refused body is dropped)
+        close = not cycle.keep_alive
+        if close and any(k == b"content-length" and v.strip() not in (b"", b"0")
+                         for k, v in self.headers):  # fmt: skip
+            # close only when the body has fully arrived (one refused unread is dropped), so
+            # the client reads the answer instead of a reset
             cycle.keep_alive = True
-            self._close_when_done = True
+        else:
+            close = False  # uvicorn says Connection: close and closes after the answer
+        self._answering.append((cycle, close))
+        self._close_when_done = close
         self._arm(book.limits.body_timeout_s, "the request body did not arrive in time")
 
     def on_body(self, body: bytes) -> None:
@@ -261,17 +268,25 @@ class GuardedProtocol(HttpToolsProtocol):
         super().on_message_complete()
         self._message_done = True
         self._disarm()
-        if self._close_when_done and self.cycle is not None and self.cycle.response_complete:
+        if (
+            self._close_when_done
+            and self.cycle is not None
+            and self.cycle.response_complete
+            and not self._answering
+        ):
             self.close("answered")
 
     def on_response_complete(self) -> None:
+        done, close = self._answering.popleft() if self._answering else (None, False)
         super().on_response_complete()
         self.book.finished(self)
         if self.transport.is_closing():
             return
-        if self._close_when_done:
-            if self._message_done:
+        if close:
+            if done is not self.cycle or self._message_done:
                 self.close("answered")
+            return
+        if self._answering:  # a pipelined request is being answered
             return
         self._in_headers = True
         self._head_bytes = 0

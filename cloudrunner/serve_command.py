@@ -119,6 +119,15 @@ def command(args: argparse.Namespace) -> int:
 
 async def _serve(settings: Settings, socket_path: Path, tcp: tuple[str, int, str] | None) -> int:
     from cloudrunner.daemon.core import Daemon
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+
+    daemon = Daemon(settings)
+    # reap first: a killed daemon's sandboxes are reaped (and recorded) before they go
+    reaped = daemon.start()
     from cloudrunner.daemon.listeners import (
         Front,
         raise_open_file_limit,
@@ -126,17 +135,10 @@ async def _serve(settings: Settings, socket_path: Path, tcp: tuple[str, int, str
         unix_socket,
     )
 
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
     open_files = raise_open_file_limit()
-
-    daemon = Daemon(settings)
     front = Front(daemon)
     bound = False
     try:
-        reaped = await loop.run_in_executor(None, daemon.start)
         sock = unix_socket(socket_path)
         bound = True
         await front.listen(sock)

@@ -15,6 +15,7 @@ import uvicorn
 from cloudrunner.daemon.app import App
 from cloudrunner.daemon.connections import ConnectionBook, Limits, protocol_for
 from cloudrunner.daemon.core import Daemon
+from cloudrunner.daemon.memory import Trimmer
 from cloudrunner.daemon.threads import ElasticPool
 from cloudrunner.settings import ServerSettings
 
@@ -22,6 +23,8 @@ from cloudrunner.settings import ServerSettings
 CONTROL_THREADS = 4
 #: an idle worker thread exits after this long, so thread counts shrink after a burst
 THREAD_IDLE_S = 5.0
+#: how often the open-connection count is looked at (for `memory.Trimmer`)
+TICK_S = 2.0
 #: connections waiting to be accepted (the kernel caps it at net.core.somaxconn)
 BACKLOG = 4096
 
@@ -105,12 +108,15 @@ class Front:
     events: ElasticPool = field(init=False)
     control: ElasticPool = field(init=False)
     listeners: list[Listener] = field(default_factory=list)
+    trimmer: Trimmer = field(init=False)
+    _ticker: asyncio.Task[None] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         server = self.daemon.settings.server
         self.events = ElasticPool(
             server.max_concurrent_events, idle_s=THREAD_IDLE_S, name="cloudrunner-event"
         )
+        self.trimmer = Trimmer(lambda: sum(len(lst.book) for lst in self.listeners))
         self.control = ElasticPool(
             CONTROL_THREADS, idle_s=THREAD_IDLE_S, name="cloudrunner-control"
         )
@@ -140,7 +146,14 @@ class Front:
         await server.startup(sockets=[sock])
         listener = Listener(sock, book, server)
         self.listeners.append(listener)
+        if self._ticker is None:
+            self._ticker = asyncio.get_running_loop().create_task(self._tick())
         return listener
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_S)
+            self.trimmer.tick()
 
     def stop_accepting(self) -> None:
         for listener in self.listeners:
@@ -156,6 +169,8 @@ class Front:
 
     async def close(self) -> None:
         """Close every connection (answers already written stay written) and the pools."""
+        if self._ticker is not None:
+            self._ticker.cancel()
         for listener in self.listeners:
             await listener.server.shutdown()
         loop = asyncio.get_running_loop()

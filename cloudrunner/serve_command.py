@@ -139,7 +139,10 @@ async def _serve(settings: Settings, socket_path: Path, tcp: tuple[str, int, str
     front = Front(daemon)
     bound = False
     try:
-        sock = unix_socket(socket_path)
+        try:
+            sock = unix_socket(socket_path)
+        except OSError as exc:
+            raise ServeError(f"cannot listen on {socket_path}: {exc.strerror}") from None
         bound = True
         await front.listen(sock)
         if tcp is not None:

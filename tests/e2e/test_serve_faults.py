@@ -408,9 +408,13 @@ def test_sigkill_during_a_burst_then_a_restart_keeps_one_chain(
     for thread in threads:
         thread.join(120)
     assert outcomes.count("dropped") == 16
+    killed_pid = str(daemon.proc.pid)
     with _running(daemon):
+        # the killed daemon's sandboxes are gone: reaped by this start (recorded) or, on a
+        # shared host, by any other worker's start-up reaping, which removes every orphan
+        left = [c for c in docker_tracker.labelled_containers()
+                if c.labels.get("cloudrunner.worker-pid") == killed_pid]  # fmt: skip
+        assert left == []
         assert _burst(daemon, deployment, 16) == []
-    kinds = [r["kind"] for r in deployment.records()]
-    assert kinds.count("reaped") >= 2
     report = verify_log(deployment.audit_log)
     assert report.ok, report

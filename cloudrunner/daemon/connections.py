@@ -59,9 +59,15 @@ class ConnectionBook:
     busy: set[GuardedProtocol] = field(default_factory=set)
     evicted: int = 0
     refused: int = 0
+    highest: int = 0
+    """the most connections open at once since `take_highest` was last called"""
 
     def __len__(self) -> int:
         return len(self.unauthenticated) + len(self.idle) + len(self.busy)
+
+    def take_highest(self) -> int:
+        highest, self.highest = max(self.highest, len(self)), len(self)
+        return highest
 
     def admit(self, conn: GuardedProtocol) -> bool:
         """A new connection: False when it must be closed at once."""
@@ -69,10 +75,12 @@ class ConnectionBook:
             if len(self.unauthenticated) >= self.limits.max_unauthenticated:
                 self._evict(self.unauthenticated)
             self.unauthenticated[conn] = None
+            self.highest = max(self.highest, len(self))
             return True
         if not self._room():
             return False
         self.idle[conn] = None
+        self.highest = max(self.highest, len(self))
         return True
 
     def authenticated(self, conn: GuardedProtocol) -> bool:

@@ -116,7 +116,7 @@ class Front:
         self.events = ElasticPool(
             server.max_concurrent_events, idle_s=THREAD_IDLE_S, name="cloudrunner-event"
         )
-        self.trimmer = Trimmer(lambda: sum(len(lst.book) for lst in self.listeners))
+        self.trimmer = Trimmer(self._connection_counts)
         self.control = ElasticPool(
             CONTROL_THREADS, idle_s=THREAD_IDLE_S, name="cloudrunner-control"
         )
@@ -149,6 +149,10 @@ class Front:
         if self._ticker is None:
             self._ticker = asyncio.get_running_loop().create_task(self._tick())
         return listener
+
+    def _connection_counts(self) -> tuple[int, int]:
+        books = [listener.book for listener in self.listeners]
+        return sum(len(book) for book in books), sum(book.take_highest() for book in books)
 
     async def _tick(self) -> None:
         while True:

@@ -45,18 +45,29 @@ def trim() -> bool:
 
 
 class Trimmer:
-    """Trims once the open-connection count has fallen `TRIM_AFTER_DROP` below its peak."""
+    """Trims once the open-connection count has fallen `TRIM_AFTER_DROP` below its peak, and
+    again on the next `FOLLOW_UPS` ticks (closed connections are freed a little after they
+    stop being counted)."""
 
-    def __init__(self, count: Callable[[], int]) -> None:
+    FOLLOW_UPS = 3
+
+    def __init__(self, count: Callable[[], tuple[int, int]]) -> None:
+        """`count`: the open connections now, and the most open at once since the last
+        call (so a crowd that came and went between two ticks is seen)."""
         self.count = count
         self.peak = 0
         self.trims = 0
+        self._follow_ups = 0
 
     def tick(self) -> None:
-        now = self.count()
-        if now > self.peak:
+        now, highest = self.count()
+        self.peak = max(self.peak, highest)
+        if now >= self.peak:
             self.peak = now
         elif self.peak - now >= TRIM_AFTER_DROP:
+            self.peak = now
+            self._follow_ups = self.FOLLOW_UPS + 1
+        if self._follow_ups:
+            self._follow_ups -= 1
             trim()
             self.trims += 1
-            self.peak = now

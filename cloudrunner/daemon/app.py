@@ -202,6 +202,15 @@ class App:
         closed = await self._control(self.daemon.close_session, params["session"])
         return json_response(200, {"session": params["session"], "closed_sandboxes": closed})
 
+    async def get_egress(self, request: Request, params: _Params) -> Response:
+        view = await self._control(self.daemon.egress_view)
+        return json_response(200, view)
+
+    async def set_egress(self, request: Request, params: _Params) -> Response:
+        body = await self._json_body(request)
+        view = await self._control(self.daemon.set_egress, params["source"], body)
+        return json_response(200, view)
+
     async def gate(self, request: Request, params: _Params) -> Response:
         body = await self._json_body(request)
         state = body.get("state")

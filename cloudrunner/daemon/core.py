@@ -27,12 +27,21 @@ from urllib.parse import urlsplit
 from cloudrunner import gate, hook_home
 from cloudrunner.closing import ClosesOnExit
 from cloudrunner.daemon.metrics import DaemonMetrics
+from cloudrunner.egress.manager import EgressRulesError
+from cloudrunner.egress.proxy import EgressUnavailable
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.session_pool import SessionPool
 from cloudrunner.settings import Settings
-from cloudrunner.worker import EventReply, PayloadRefused, Worker, open_audit, reap_orphans
+from cloudrunner.worker import (
+    EventReply,
+    PayloadRefused,
+    Worker,
+    open_audit,
+    open_egress,
+    reap_orphans,
+)
 from cloudrunner.workspace import redact_url
 
 DEFAULT_SESSION = "default"
@@ -87,6 +96,7 @@ class Daemon(ClosesOnExit):
         self.metrics = DaemonMetrics()
         self.link = EngineLink(None)
         self.audit = open_audit(settings)
+        self.egress = open_egress(settings, self.link)
         self.pool = SessionPool(
             self.link,
             max_warm=settings.server.max_warm,
@@ -211,7 +221,9 @@ class Daemon(ClosesOnExit):
                 self.metrics.record_event(label, "error", time.monotonic() - started)
                 raise DaemonError(exc.message, "worker-error", 500) from exc
         result = "gated" if reply.gated else "answered"
-        self.metrics.record_event(label, result, time.monotonic() - started, reply.outcomes)
+        self.metrics.record_event(
+            label, result, time.monotonic() - started, reply.outcomes, reply.egress
+        )
         if event == "sessionEnd" and reply.conversation_id:
             self.pool.close_session(reply.conversation_id)
         return reply
@@ -300,6 +312,29 @@ class Daemon(ClosesOnExit):
             hook_home.remove_all(_session_homes(self.settings, session_id))
         return closed
 
+    def egress_view(self) -> dict[str, Any]:
+        """Each source's egress rules in force (the rules file's, or the last POST's)."""
+        settings = self.egress.settings
+        view: dict[str, Any] = {
+            kind: settings.rules_for(kind).model_dump(mode="json")
+            for kind in ("enterprise", "team", "project", "user")
+        }
+        view["proxy"] = self.egress.status()[1]
+        return view
+
+    def set_egress(self, source: str, rules: dict[str, Any]) -> dict[str, Any]:
+        """Replace one source's egress rules; the proxy is reconfigured, so they hold from
+        the source's next connection (no restart)."""
+        try:
+            self.egress.set_rules(source, rules)
+        except EgressRulesError as exc:
+            raise DaemonError(
+                f"invalid egress rules for {source}: {exc.message}", "invalid-request", 400
+            ) from None
+        except EgressUnavailable as exc:
+            raise DaemonError(exc.message, "egress-unavailable", 503) from None
+        return self.egress_view()
+
     def set_gate(self, session_id: str, state: str) -> dict[str, Any]:
         modes = {"open": gate.GateMode.OPEN, "closed": gate.GateMode.CLOSED,
                  "auto": gate.GateMode.AUTO}  # fmt: skip
@@ -340,7 +375,7 @@ class Daemon(ClosesOnExit):
     def _worker(self, settings: Settings, gate_dir: Path, home_root: Path | None = None) -> Worker:
         return Worker(
             settings, client=self.link, audit=self.audit, pool=self.pool, gate_dir=gate_dir,
-            reap=False, home_root=home_root,
+            reap=False, home_root=home_root, egress=self.egress,
         )  # fmt: skip
 
     def _restore_sessions(self) -> None:
@@ -407,7 +442,12 @@ class Daemon(ClosesOnExit):
                 "engine": True,
                 "missing_images": missing,
             }
-        return True, {"engine": True, "images": images, "warm_sandboxes": len(self.pool)}
+        egress_ok, egress = self.egress.status()
+        if not egress_ok:
+            return False, {"reason": egress, "engine": True, "images": images, "egress": egress}
+        return True, {
+            "engine": True, "images": images, "warm_sandboxes": len(self.pool), "egress": egress,
+        }  # fmt: skip
 
 
 _KINDS = ("enterprise", "team", "project")

@@ -49,6 +49,13 @@ class DaemonMetrics:
             ("source", "outcome"),
             registry=self.registry,
         )
+        self.egress = Counter(
+            "cloudrunner_egress_attempts",
+            "connection attempts through the egress proxy, by source and decision "
+            "(allowed, refused)",
+            ("source", "decision"),
+            registry=self.registry,
+        )
         self.durations = Histogram(
             "cloudrunner_event_duration_seconds",
             "time from request to answer, by event",
@@ -65,12 +72,19 @@ class DaemonMetrics:
         Gauge(name, help_text, registry=self.registry).set_function(read)
 
     def record_event(
-        self, event: str, result: str, seconds: float, outcomes: Iterable[tuple[str, str]] = ()
+        self,
+        event: str,
+        result: str,
+        seconds: float,
+        outcomes: Iterable[tuple[str, str]] = (),
+        egress: Iterable[tuple[str, str]] = (),
     ) -> None:
         self.events.labels(event=event, result=result).inc()
         self.durations.labels(event=event).observe(seconds)
         for source, outcome in outcomes:
             self.hook_outcomes.labels(source=source, outcome=outcome).inc()
+        for source, decision in egress:
+            self.egress.labels(source=source, decision=decision).inc()
 
     def render(self) -> str:
         return prometheus_client.generate_latest(self.registry).decode()

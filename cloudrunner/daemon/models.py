@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, RootModel
 
+from cloudrunner.egress.rules import EgressRules
+
 
 class ErrorDetail(BaseModel):
     code: str
@@ -64,6 +66,16 @@ class CreateSession(BaseModel):
 class ClosedSession(BaseModel):
     session: str
     closed_sandboxes: int
+
+
+class EgressView(BaseModel):
+    """Each source's egress rules in force, and the proxy's state."""
+
+    enterprise: EgressRules
+    team: EgressRules
+    project: EgressRules
+    user: EgressRules
+    proxy: str
 
 
 class GateRequest(BaseModel):

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from cloudrunner.daemon import models
+from cloudrunner.egress.rules import EgressRules
 from cloudrunner.protocol.events import EVENTS
 
 #: what a path parameter ({session}, {event}) may hold
@@ -113,9 +114,17 @@ OPERATIONS: tuple[Operation, ...] = (
               {200: Reply("the gate state", models.GateState), 400: _error("invalid-request"),
                404: _error("unknown-session")},
               body=models.GateRequest),
+    Operation("GET", "/v1/egress", "get_egress", "each source's egress rules in force",
+              {200: Reply("the rules", models.EgressView)}),
+    Operation("POST", "/v1/egress/{source}", "set_egress",
+              "replace one source's egress rules; they hold from its next connection",
+              {200: Reply("the rules now in force", models.EgressView),
+               400: _error("invalid-request"), 503: _error("egress-unavailable")},
+              body=EgressRules),
 )  # fmt: skip
 
 _PARAMS: dict[str, dict[str, Any]] = {
+    "source": {"type": "string", "enum": ["enterprise", "team", "project", "user"]},
     "session": {"type": "string", "pattern": f"^{SEGMENT}$"},
     "event": {"type": "string", "enum": sorted(EVENTS)},
 }

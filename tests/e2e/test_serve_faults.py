@@ -410,11 +410,15 @@ def test_sigkill_during_a_burst_then_a_restart_keeps_one_chain(
     assert outcomes.count("dropped") == 16
     killed_pid = str(daemon.proc.pid)
     with _running(daemon):
-        # the killed daemon's sandboxes are gone: reaped by this start (recorded) or, on a
-        # shared host, by any other worker's start-up reaping, which removes every orphan
+        # the killed daemon's sandboxes are gone: reaped by this start (a worker reaps only
+        # its own worker id's orphans, so no other worker on the host takes them)
         left = [c for c in docker_tracker.labelled_containers()
                 if c.labels.get("cloudrunner.worker-pid") == killed_pid]  # fmt: skip
         assert left == []
         assert _burst(daemon, deployment, 16) == []
     report = verify_log(deployment.audit_log)
-    assert report.ok, report
+    # one chain, unbroken; the events the kill cut short are reported as incomplete (their
+    # `received` record has no decision), never silently dropped
+    assert report.problems == [], report
+    assert report.verdict in ("ok", "incomplete")
+    assert len(report.incomplete) <= 16

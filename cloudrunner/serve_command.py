@@ -10,16 +10,16 @@ the same audit chain.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import signal
 import socket
 import sys
-import threading
 from pathlib import Path
-from typing import Any
 
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.run_command import add_settings_flags, settings_from
+from cloudrunner.settings import Settings
 
 #: flag -> (settings key, argparse keyword arguments), on top of run's settings flags
 SERVE_FLAGS: dict[str, tuple[str, dict[str, object]]] = {
@@ -107,9 +107,6 @@ def prepare_socket(path: Path) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from cloudrunner.daemon import Daemon
-    from cloudrunner.server import Api, tcp_listener, unix_listener
-
     settings = settings_from(args, SERVE_FLAGS)
     tcp: tuple[str, int, str] | None = None
     if settings.server.listen:
@@ -117,53 +114,66 @@ def command(args: argparse.Namespace) -> int:
         tcp = (host, port, read_token(settings.server.token_file))
     socket_path = settings.socket_path
     prepare_socket(socket_path)
+    return asyncio.run(_serve(settings, socket_path, tcp))
 
-    stop = threading.Event()
 
-    def on_signal(signum: int, frame: Any) -> None:
-        stop.set()
+async def _serve(settings: Settings, socket_path: Path, tcp: tuple[str, int, str] | None) -> int:
+    from cloudrunner.daemon.core import Daemon
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
 
     daemon = Daemon(settings)
-    listeners = []
+    # reap first: a killed daemon's sandboxes are reaped (and recorded) before they go
+    reaped = daemon.start()
+    from cloudrunner.daemon.listeners import (
+        Front,
+        raise_open_file_limit,
+        tcp_socket,
+        unix_socket,
+    )
+
+    open_files = raise_open_file_limit()
+    front = Front(daemon)
+    bound = False
     try:
-        reaped = daemon.start()
-        api = Api(daemon)
-        old_umask = os.umask(0o177)
         try:
-            listeners.append(unix_listener(str(socket_path), api))
-        finally:
-            os.umask(old_umask)
-        os.chmod(socket_path, 0o600)
-        where = [f"unix:{socket_path}"]
+            sock = unix_socket(socket_path)
+        except OSError as exc:
+            raise ServeError(f"cannot listen on {socket_path}: {exc.strerror}") from None
+        bound = True
+        await front.listen(sock)
         if tcp is not None:
             try:
-                listener = tcp_listener(tcp[0], tcp[1], api, tcp[2])
+                tcp_sock = tcp_socket(tcp[0], tcp[1])
             except OSError as exc:
                 raise ServeError(f"cannot listen on {tcp[0]}:{tcp[1]}: {exc.strerror}") from None
-            listeners.append(listener)
-            bound_host, bound_port = listener.server_address[:2]
-            where.append(f"http://{bound_host!s}:{bound_port}")
-        threads = [
-            threading.Thread(target=lst.serve_forever, name=f"listener-{i}", daemon=True)
-            for i, lst in enumerate(listeners)
-        ]
-        for thread in threads:
-            thread.start()
+            await front.listen(tcp_sock, tcp[2])
+        where = [listener.address for listener in front.listeners]
         print(
             f"cloudrunner: serving on {' and '.join(where)} (worker {daemon.worker_id}, "
-            f"isolation {settings.sandbox.isolation}, {reaped} orphaned sandbox(es) reaped)",
+            f"isolation {settings.sandbox.isolation}, {reaped} orphaned sandbox(es) reaped, "
+            f"open-file limit {open_files})",
             file=sys.stderr,
             flush=True,
         )
-        while not stop.wait(1.0):
-            pass
+        caps = settings.server.max_connections * len(where) + (
+            settings.server.max_unauthenticated if tcp else 0
+        )
+        if open_files < caps + 256:
+            print(
+                f"cloudrunner: warning: the open-file limit ({open_files}) is below the "
+                f"connection caps ({caps}, server.max_connections and max_unauthenticated); "
+                "connections past it are refused by the kernel: raise `ulimit -Hn` or lower "
+                "the caps",
+                file=sys.stderr,
+                flush=True,
+            )
+        await stop.wait()
         print("cloudrunner: stopping: draining events in flight", file=sys.stderr, flush=True)
-        for listener in listeners:
-            listener.shutdown()
-        drained = daemon.drain(settings.server.drain_timeout_s)
+        drained = await front.drain(settings.server.drain_timeout_s)
         if not drained:
             print(
                 f"cloudrunner: warning: events still running after "
@@ -173,10 +183,9 @@ def command(args: argparse.Namespace) -> int:
             )
     finally:
         daemon.close_sandboxes()  # ends any run still going (a sandbox_error, recorded)
-        for listener in listeners:
-            listener.server_close()  # waits for the handler threads to finish
+        await front.close()  # closes every connection, waits for the event threads
         daemon.close()  # flushes and closes the audit log
-        if listeners:
+        if bound:
             socket_path.unlink(missing_ok=True)
     print("cloudrunner: stopped", file=sys.stderr, flush=True)
     return 0

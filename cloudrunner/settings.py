@@ -157,6 +157,24 @@ class ServerSettings(_Section):
     """on SIGTERM, how long in-flight events may take before their sandboxes are closed"""
     max_sessions: int = Field(default=1024, ge=1)
     """daemon sessions (POST /v1/sessions) open at once"""
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    """a request's headers must have arrived this long after the connection opened (or the
+    previous answer was sent); a slower client is disconnected"""
+    body_timeout_s: float = Field(default=30.0, gt=0)
+    """a request's body must have arrived this long after its headers"""
+    keepalive_timeout_s: float = Field(default=5.0, gt=0)
+    """an idle kept-alive connection is closed after this long"""
+    keepalive_max_requests: int = Field(default=1000, ge=1)
+    """requests on one connection at most; the answer to the last says Connection: close"""
+    max_header_bytes: int = Field(default=65536, ge=1024, le=16 * 1024 * 1024)
+    """request line and headers at most; more is refused with 431"""
+    max_connections: int = Field(default=16384, ge=1)
+    """open connections per listener; at the cap a new connection takes the place of the
+    longest-idle one (no request in progress), or is closed when every one is busy"""
+    max_unauthenticated: int = Field(default=1024, ge=1)
+    """TCP connections that have not yet sent a request with the right bearer token, at most;
+    at the cap the oldest of them is closed for the new one (they never count against
+    max_connections)"""
 
 
 SourceKindName = Literal["enterprise", "team", "project", "user"]

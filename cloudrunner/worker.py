@@ -142,13 +142,15 @@ class Worker(ClosesOnExit):
         gate_dir: Path | None = None,
         reap: bool = True,
         home_root: Path | None = None,
+        egress: Egress | None = None,
     ) -> None:
         """`audit`, `pool` and `client` are shared when given (the daemon runs one worker per
         workspace over one audit log, one engine connection and one warm-sandbox pool) and
         are then not closed by `close()`; `gate_dir` holds this worker's gate state
         (default: the state directory); `reap` removes orphaned sandboxes on the first
         engine connection (the daemon does that once, at start); `home_root` holds the
-        hooks' homes (default: <state_dir>/homes)."""
+        hooks' homes (default: <state_dir>/homes); `egress` is shared like `audit` (one
+        proxy, one access-log reader per process, so each attempt is recorded once)."""
         self.settings = settings
         self.worker_id = settings.effective_worker_id
         self.profile = Profile(settings.profile)
@@ -168,14 +170,7 @@ class Worker(ClosesOnExit):
         self._home_sizes: dict[Path, tuple[float, int]] = {}
         self._owns_audit = audit is None
         self.audit = audit or open_audit(settings)
-        self.egress = Egress(
-            settings.egress,
-            client=self._link.client,
-            state_dir=settings.state_dir,
-            worker_id=self.worker_id,
-            rules_file=settings.egress.rules_file,
-            default_networks=lambda kind: settings.sandbox.profile_for(kind).network,
-        )
+        self.egress = egress or open_egress(settings, self._link)
 
     def close(self) -> None:
         if self._owns_audit:
@@ -892,6 +887,18 @@ def reap_orphans(client: docker.DockerClient, worker_id: str, audit: AuditWriter
             },
         )
     return len(orphans)
+
+
+def open_egress(settings: Settings, link: EngineLink) -> Egress:
+    """The egress manager the settings describe (its proxy starts on first need)."""
+    return Egress(
+        settings.egress,
+        client=link.client,
+        state_dir=settings.state_dir,
+        worker_id=settings.effective_worker_id,
+        rules_file=settings.egress.rules_file,
+        default_networks=lambda kind: settings.sandbox.profile_for(kind).network,
+    )
 
 
 def open_audit(settings: Settings) -> AuditWriter:

@@ -230,11 +230,8 @@ class EgressProxy:
             container = self._container()
         except docker.errors.DockerException as exc:
             return False, f"cannot ask the engine about the egress proxy: {exc}"
-        if container is None:
-            return (
-                False,
-                "the egress proxy is not running (it starts on the first hook that needs it)",
-            )
+        if container is None:  # not started yet: the first hook that needs it starts it
+            return True, "the egress proxy starts with the first hook that needs it"
         if container.status != "running":
             return False, f"the egress proxy is {container.status}; it is replaced on next use"
         return True, f"the egress proxy {container.short_id} is running"

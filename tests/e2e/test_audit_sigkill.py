@@ -28,7 +28,8 @@ writer = AuditWriter(path, worker="victim", fsync="never", max_bytes=None)
 writer.append("hook", {"phase": "before"})
 print("ready", flush=True)
 sys.stdin.readline()
-writer.append("hook", {"phase": "big", "command": "x" * chars})
+# in the payload of a decision: the one place a record keeps long text whole
+writer.append("decision", {"phase": "big", "payload": {"command": "x" * chars}})
 """
 
 NEXT_RUN = """

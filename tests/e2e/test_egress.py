@@ -9,6 +9,7 @@ internal network; nothing here sends traffic anywhere but to these containers.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import textwrap
 import uuid
@@ -246,4 +247,64 @@ def test_runsc_without_a_network_refuses_an_allowlisted_source_clearly(
         assert hook["outcome"] == "sandbox_error"
         assert "runsc is registered with --network=none" in hook["reason"]
     finally:
+        _proxies(docker_client, docker_tracker)
+
+
+def test_the_daemon_takes_rules_by_api_counts_attempts_and_reports_a_dead_proxy(
+    deployment: Deployment,
+    internet: tuple[str, str, Path],
+    docker_client: docker.DockerClient,
+    docker_tracker: DockerTracker,
+) -> None:
+    from tests.support.daemon_process import daemon_process
+
+    network, address, ca = internet
+    _repo(deployment, ca)
+    rules = deployment.root / "egress-rules.toml"  # absent: the settings' rules hold
+    flags = _settings(deployment, network, rules)
+    config = Path(flags[-1])
+    config.write_text(
+        config.read_text()
+        + '\n[egress.project]\npolicy = "allowlist"\ndomains = ["allowed.test"]\n'
+    )
+    daemon = daemon_process(flags, state=deployment.state, worker_id=docker_tracker.worker_id)
+    daemon.start()
+    try:
+        payload = deployment.event(
+            "beforeShellExecution", command=address, cwd=str(deployment.workspace)
+        )
+
+        def probe() -> list[str]:
+            reply = daemon.event("beforeShellExecution", payload)
+            assert reply.status == 200, reply.body
+            return str(json.loads(reply.body)["user_message"]).split()
+
+        assert probe()[:3] == ["200", "403", "200"]
+        # a rule change by the API holds from the next connection, without a restart
+        changed = daemon.call(
+            "POST", "/v1/egress/project",
+            {"policy": "allowlist", "domains": ["allowed.test", "denied.test"]},
+        )  # fmt: skip
+        assert changed.status == 200, changed.body
+        assert json.loads(changed.body)["project"]["domains"] == ["allowed.test", "denied.test"]
+        assert probe()[:2] == ["200", "200"]
+        bad = daemon.call("POST", "/v1/egress/project", {"policy": "open"})
+        assert bad.status == 400 and b"never get an open network" in bad.body
+        metrics = daemon.call("GET", "/metrics").body.decode()
+        assert (
+            'cloudrunner_egress_attempts_total{decision="refused",source="project"} 1.0' in metrics
+        )
+        assert re.search(
+            r'cloudrunner_egress_attempts_total\{decision="allowed",source="project"\} [1-9]',
+            metrics,
+        )
+        assert daemon.call("GET", "/readyz").status == 200
+        (proxy,) = _proxies(docker_client, docker_tracker)
+        proxy.kill()
+        ready = daemon.call("GET", "/readyz")
+        assert ready.status == 503 and b"egress proxy" in ready.body
+        assert probe()[:1] == ["200"]  # replaced on the next use
+        assert daemon.call("GET", "/readyz").status == 200
+    finally:
+        daemon.stop()
         _proxies(docker_client, docker_tracker)

@@ -24,6 +24,7 @@ from tests.e2e.conftest import Deployment, make_deployment
 from tests.support.daemon_process import DaemonProcess, daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
+from tests.support.prometheus import value
 
 SLOW_HOOK = 'cat >/dev/null; sleep "${SLOW:-3}"; echo "{}"'
 
@@ -132,7 +133,7 @@ def test_warm_sessions_reuse_one_sandbox_per_conversation_and_source(
     )
     assert len(running) == 2
     metrics = daemon.call("GET", "/metrics").body.decode()
-    assert "cloudrunner_warm_sandboxes 2" in metrics
+    assert value(metrics, "cloudrunner_warm_sandboxes") == 2
 
     # a sandbox that died is replaced on the next event
     running[0].kill()
@@ -236,10 +237,12 @@ def test_health_readiness_metrics_and_openapi(warm: tuple[Deployment, DaemonProc
     prompt = deployment.event("beforeSubmitPrompt", prompt="hello", attachments=[])
     assert _answer(daemon.event("beforeSubmitPrompt", prompt))["continue"] is True
     metrics = daemon.call("GET", "/metrics").body.decode()
-    assert 'cloudrunner_events_total{event="beforeSubmitPrompt",result="answered"} 1' in metrics
-    assert 'cloudrunner_hook_outcomes_total{source="enterprise",outcome="ok"} 1' in metrics
-    assert 'cloudrunner_event_duration_seconds_count{event="beforeSubmitPrompt"} 1' in metrics
-    assert "cloudrunner_queue_depth 0" in metrics
+    assert value(metrics, "cloudrunner_events_total", event="beforeSubmitPrompt",
+                 result="answered") == 1  # fmt: skip
+    assert value(metrics, "cloudrunner_hook_outcomes_total", source="enterprise", outcome="ok") == 1
+    count = "cloudrunner_event_duration_seconds_count"
+    assert value(metrics, count, event="beforeSubmitPrompt") == 1
+    assert value(metrics, "cloudrunner_queue_depth") == 0
 
     spec = _answer(daemon.call("GET", "/openapi.json"))
     assert spec["openapi"].startswith("3.")
@@ -340,7 +343,7 @@ def test_malformed_oversized_and_unknown_requests_get_json_errors(
     assert len(refused) >= 6  # every refused event is in the audit log, the oversized one too
     assert any("over the" in r["reason"] for r in refused)
     metrics = daemon.call("GET", "/metrics").body.decode()
-    assert 'cloudrunner_events_total{event="other",result="refused"} 1' in metrics
+    assert value(metrics, "cloudrunner_events_total", event="other", result="refused") == 1
 
     # through the client, the daemon's refusal is the policy's answer with one line
     proc = run_client(["hook", "stop"], b"{oops", env=_client_env(daemon))

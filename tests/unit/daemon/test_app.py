@@ -5,31 +5,25 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cloudrunner.client import Endpoint, HttpReply, request
-from cloudrunner.daemon import Daemon
-from cloudrunner.server import CONTROL_BODY_CAP, Api, tcp_listener, unix_listener
+from cloudrunner.daemon.app import CONTROL_BODY_CAP
+from cloudrunner.daemon.core import Daemon
+from cloudrunner.daemon.listeners import tcp_socket, unix_socket
 from cloudrunner.settings import load_settings
+from tests.support.daemon_front import serving
 
 
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[Endpoint]:
     daemon = Daemon(load_settings(overrides={"state_dir": tmp_path}, environ={}))
     path = tmp_path / "api.sock"
-    listener = unix_listener(str(path), Api(daemon))
-    thread = threading.Thread(target=listener.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(daemon, unix_socket(path)):
         yield Endpoint(str(path))
-    finally:
-        listener.shutdown()
-        listener.server_close()
-        daemon.close()
 
 
 def _error(reply: HttpReply) -> tuple[int, str]:
@@ -80,16 +74,11 @@ def test_chunked_bodies_are_refused(api: Endpoint) -> None:
 
 def test_tcp_checks_the_bearer_token(tmp_path: Path) -> None:
     daemon = Daemon(load_settings(overrides={"state_dir": tmp_path}, environ={}))
-    listener = tcp_listener("127.0.0.1", 0, Api(daemon), "0123456789abcdef0123")
-    threading.Thread(target=listener.serve_forever, daemon=True).start()
-    port = listener.server_address[1]
-    try:
+    sock = tcp_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    with serving(daemon, sock, "0123456789abcdef0123"):
         for token in (None, "wrong", "0123456789abcdef012"):
             reply = request(Endpoint(None, "127.0.0.1", port, token), "GET", "/healthz")
             assert _error(reply) == (401, "unauthorized")
         good = Endpoint(None, "127.0.0.1", port, "0123456789abcdef0123")
         assert request(good, "GET", "/healthz").status == 200
-    finally:
-        listener.shutdown()
-        listener.server_close()
-        daemon.close()

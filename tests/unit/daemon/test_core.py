@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner.daemon import DEFAULT_SESSION, Daemon, DaemonError
+from cloudrunner.daemon.core import DEFAULT_SESSION, Daemon, DaemonError
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.settings import load_settings
 

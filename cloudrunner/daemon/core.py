@@ -1,6 +1,6 @@
 """The daemon's core: workers per workspace over one audit log, one engine link and one
 pool of warm session sandboxes; daemon sessions; readiness; draining. No HTTP here
-(`server.py` is the API over this).
+(`app.py` is the API over this, `listeners.py` the sockets it is served on).
 
 A *daemon session* is a workspace the daemon serves: the default one (from the settings:
 `--workspace`, `--repo`, or each payload's `workspace_roots`) and those created through
@@ -22,16 +22,27 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from cloudrunner import gate, hook_home
 from cloudrunner.closing import ClosesOnExit
+from cloudrunner.daemon.metrics import DaemonMetrics
+from cloudrunner.egress.manager import EgressRulesError
+from cloudrunner.egress.proxy import EgressUnavailable
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.metrics import DaemonMetrics
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.session_pool import SessionPool
 from cloudrunner.settings import Settings
-from cloudrunner.worker import EventReply, PayloadRefused, Worker, open_audit, reap_orphans
+from cloudrunner.worker import (
+    EventReply,
+    PayloadRefused,
+    Worker,
+    open_audit,
+    open_egress,
+    reap_orphans,
+)
+from cloudrunner.workspace import redact_url
 
 DEFAULT_SESSION = "default"
 _SWEEP_INTERVAL_S = 5.0
@@ -55,6 +66,11 @@ class SessionInfo:
     created_at: str
 
     def to_dict(self) -> dict[str, Any]:
+        """What the API shows: the repository URL without user info."""
+        return {**self.record(), "repo": redact_url(self.repo) if self.repo else self.repo}
+
+    def record(self) -> dict[str, Any]:
+        """What the session registry keeps (a repository URL never carries a password)."""
         return {
             "session": self.id,
             "workspace": self.workspace,
@@ -80,6 +96,7 @@ class Daemon(ClosesOnExit):
         self.metrics = DaemonMetrics()
         self.link = EngineLink(None)
         self.audit = open_audit(settings)
+        self.egress = open_egress(settings, self.link)
         self.pool = SessionPool(
             self.link,
             max_warm=settings.server.max_warm,
@@ -165,12 +182,34 @@ class Daemon(ClosesOnExit):
 
     # ------------------------------------------------------------------ events
 
-    def handle_event(self, session_id: str, event: str, payload: bytes) -> EventReply:
+    def queue_event(self) -> None:
+        """Count an event as waiting for a slot before it is handed to a worker thread (so a
+        drain waits for it); pass `queued=True` to `handle_event` for it. Raises DaemonError
+        (draining) when the daemon is shutting down."""
+        with self._lock:
+            if self._draining:
+                raise _draining()
+            self._waiting += 1
+
+    def unqueue_event(self) -> None:
+        """Undo `queue_event` for an event that will not be handled after all."""
+        with self._idle:
+            self._waiting -= 1
+            self._idle.notify_all()
+
+    def handle_event(
+        self, session_id: str, event: str, payload: bytes, *, queued: bool = False
+    ) -> EventReply:
         """Answer one event in a daemon session; raises DaemonError for a refused request."""
-        session = self._session(session_id)
+        try:
+            session = self._session(session_id)
+        except DaemonError:
+            if queued:
+                self.unqueue_event()
+            raise
         label = event if event in EVENTS else "other"
         started = time.monotonic()
-        with self._slot():
+        with self._slot(queued):
             try:
                 reply = session.worker.handle(payload, event)
             except PayloadRefused as exc:
@@ -182,7 +221,9 @@ class Daemon(ClosesOnExit):
                 self.metrics.record_event(label, "error", time.monotonic() - started)
                 raise DaemonError(exc.message, "worker-error", 500) from exc
         result = "gated" if reply.gated else "answered"
-        self.metrics.record_event(label, result, time.monotonic() - started, reply.outcomes)
+        self.metrics.record_event(
+            label, result, time.monotonic() - started, reply.outcomes, reply.egress
+        )
         if event == "sessionEnd" and reply.conversation_id:
             self.pool.close_session(reply.conversation_id)
         return reply
@@ -198,15 +239,9 @@ class Daemon(ClosesOnExit):
         raise AssertionError("Worker.refuse returned")  # it always raises
 
     @contextmanager
-    def _slot(self) -> Iterator[None]:
-        with self._lock:
-            if self._draining:
-                raise DaemonError(
-                    "the daemon is shutting down; send the event again to its successor",
-                    "draining",
-                    503,
-                )
-            self._waiting += 1
+    def _slot(self, queued: bool = False) -> Iterator[None]:
+        if not queued:
+            self.queue_event()
         self._slots.acquire()
         with self._lock:
             self._waiting -= 1
@@ -227,6 +262,15 @@ class Daemon(ClosesOnExit):
         if bool(workspace) == bool(repo):
             raise DaemonError(
                 'give exactly one of "workspace" (a checkout to adopt) or "repo" (to clone)',
+                "invalid-request",
+                400,
+            )
+        if repo and _has_password(repo):
+            raise DaemonError(
+                f"the repository URL {redact_url(repo)} carries a password; the daemon keeps no "
+                "credentials in its session registry: send the URL without it and give the "
+                "daemon the token through workspace.credential_env (CLOUDRUNNER_GIT_TOKEN) or "
+                "workspace.credential_file",
                 "invalid-request",
                 400,
             )
@@ -268,6 +312,29 @@ class Daemon(ClosesOnExit):
             hook_home.remove_all(_session_homes(self.settings, session_id))
         return closed
 
+    def egress_view(self) -> dict[str, Any]:
+        """Each source's egress rules in force (the rules file's, or the last POST's)."""
+        settings = self.egress.settings
+        view: dict[str, Any] = {
+            kind: settings.rules_for(kind).model_dump(mode="json")
+            for kind in ("enterprise", "team", "project", "user")
+        }
+        view["proxy"] = self.egress.status()[1]
+        return view
+
+    def set_egress(self, source: str, rules: dict[str, Any]) -> dict[str, Any]:
+        """Replace one source's egress rules; the proxy is reconfigured, so they hold from
+        the source's next connection (no restart)."""
+        try:
+            self.egress.set_rules(source, rules)
+        except EgressRulesError as exc:
+            raise DaemonError(
+                f"invalid egress rules for {source}: {exc.message}", "invalid-request", 400
+            ) from None
+        except EgressUnavailable as exc:
+            raise DaemonError(exc.message, "egress-unavailable", 503) from None
+        return self.egress_view()
+
     def set_gate(self, session_id: str, state: str) -> dict[str, Any]:
         modes = {"open": gate.GateMode.OPEN, "closed": gate.GateMode.CLOSED,
                  "auto": gate.GateMode.AUTO}  # fmt: skip
@@ -308,7 +375,7 @@ class Daemon(ClosesOnExit):
     def _worker(self, settings: Settings, gate_dir: Path, home_root: Path | None = None) -> Worker:
         return Worker(
             settings, client=self.link, audit=self.audit, pool=self.pool, gate_dir=gate_dir,
-            reap=False, home_root=home_root,
+            reap=False, home_root=home_root, egress=self.egress,
         )  # fmt: skip
 
     def _restore_sessions(self) -> None:
@@ -321,22 +388,27 @@ class Daemon(ClosesOnExit):
                 f"the daemon's session registry {self._registry} cannot be read ({exc}); "
                 "move it aside to start with no daemon sessions"
             ) from None
+        scrub = False
         for item in data.get("sessions", []) if isinstance(data, dict) else []:
             try:
+                repo = item.get("repo")
                 info = SessionInfo(
                     str(item["session"]),
                     item.get("workspace"),
-                    item.get("repo"),
+                    redact_url(repo) if isinstance(repo, str) and _has_password(repo) else repo,
                     item.get("ref"),
                     str(item.get("created_at") or ""),
                 )
             except (KeyError, TypeError):
                 continue
             self._sessions[info.id] = self._open_session(info)
+            scrub = scrub or info.repo != item.get("repo")
+        if scrub:  # a registry written before passwords were refused: drop them from disk
+            self._save_registry()
 
     def _save_registry(self) -> None:
         """Persist the API-created sessions (the lock is held)."""
-        items = [s.info.to_dict() for k, s in self._sessions.items() if k != DEFAULT_SESSION]
+        items = [s.info.record() for k, s in self._sessions.items() if k != DEFAULT_SESSION]
         self._registry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = self._registry.with_name(f".{self._registry.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"sessions": items}, indent=2) + "\n", encoding="utf-8")
@@ -370,7 +442,12 @@ class Daemon(ClosesOnExit):
                 "engine": True,
                 "missing_images": missing,
             }
-        return True, {"engine": True, "images": images, "warm_sandboxes": len(self.pool)}
+        egress_ok, egress = self.egress.status()
+        if not egress_ok:
+            return False, {"reason": egress, "engine": True, "images": images, "egress": egress}
+        return True, {
+            "engine": True, "images": images, "warm_sandboxes": len(self.pool), "egress": egress,
+        }  # fmt: skip
 
 
 _KINDS = ("enterprise", "team", "project")
@@ -390,6 +467,12 @@ _REFUSAL_STATUS = {
 }
 
 
+def _draining() -> DaemonError:
+    return DaemonError(
+        "the daemon is shutting down; send the event again to its successor", "draining", 503
+    )
+
+
 def _unknown(session_id: str) -> DaemonError:
     return DaemonError(
         f"no daemon session {session_id!r}; create one with POST /v1/sessions "
@@ -402,6 +485,13 @@ def _unknown(session_id: str) -> DaemonError:
 def _session_homes(settings: Settings, session_id: str) -> Path:
     """Where a daemon session's hook homes live (removed with the session)."""
     return settings.state_dir / "daemon" / "homes" / session_id
+
+
+def _has_password(url: str) -> bool:
+    try:
+        return urlsplit(url.strip()).password is not None
+    except ValueError:
+        return False
 
 
 def _now() -> str:

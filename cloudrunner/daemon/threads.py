@@ -1,0 +1,109 @@
+"""A bounded pool of worker threads that shrinks when idle.
+
+The docker SDK blocks, so hooks run in threads; the event loop only waits for them. Unlike
+`concurrent.futures.ThreadPoolExecutor`, whose threads live as long as the pool, a thread
+here exits after `idle_s` without work, so the thread count returns to its idle level after
+a burst.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_Item = tuple["concurrent.futures.Future[Any]", Callable[..., Any], tuple[Any, ...]]
+
+
+class ElasticPool:
+    """At most `max_threads` threads; work waits in a FIFO queue when all are busy."""
+
+    def __init__(self, max_threads: int, *, idle_s: float = 5.0, name: str = "worker") -> None:
+        if max_threads < 1:
+            raise ValueError("max_threads must be at least 1")
+        self.max_threads = max_threads
+        self.idle_s = idle_s
+        self.name = name
+        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads: set[threading.Thread] = set()
+        self._idle = 0
+        self._queued = 0
+        self._serial = 0
+        self._closed = False
+
+    @property
+    def threads(self) -> int:
+        with self._lock:
+            return len(self._threads)
+
+    @property
+    def queued(self) -> int:
+        """Work items not yet taken by a thread."""
+        with self._lock:
+            return self._queued
+
+    def submit(self, func: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"the {self.name} pool is shut down")
+            self._queued += 1
+            if self._idle < self._queued and len(self._threads) < self.max_threads:
+                self._serial += 1
+                thread = threading.Thread(
+                    target=self._run, name=f"{self.name}-{self._serial}", daemon=True
+                )
+                self._threads.add(thread)
+                self._idle += 1  # counted idle until it takes its first item
+                thread.start()
+            self._queue.put((future, func, args))
+        return future
+
+    def _run(self) -> None:
+        me = threading.current_thread()
+        while True:
+            try:
+                item = self._queue.get(timeout=self.idle_s)
+            except queue.Empty:
+                with self._lock:
+                    # a submit may have counted on this thread: leave only when none waits
+                    if self._queued == 0 or self._closed:
+                        self._idle -= 1
+                        self._threads.discard(me)
+                        return
+                continue
+            if item is None:  # shutdown
+                with self._lock:
+                    self._idle -= 1
+                    self._threads.discard(me)
+                return
+            future, func, args = item
+            with self._lock:
+                self._queued -= 1
+                self._idle -= 1
+            if future.set_running_or_notify_cancel():
+                try:
+                    result = func(*args)
+                except BaseException as exc:
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
+            del future, func, args, item
+            with self._lock:
+                self._idle += 1
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Run what is queued, then stop every thread (waiting for them when `wait`)."""
+        with self._lock:
+            self._closed = True
+            threads = list(self._threads)
+        for _ in threads:
+            self._queue.put(None)
+        if wait:
+            for thread in threads:
+                thread.join()

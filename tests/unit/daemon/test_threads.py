@@ -1,0 +1,78 @@
+"""The elastic thread pool: bounded, FIFO, and back to no threads when idle."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from cloudrunner.daemon.threads import ElasticPool
+
+
+def _until(condition: object, timeout_s: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_never_more_threads_than_the_bound_and_every_item_runs() -> None:
+    pool = ElasticPool(4, idle_s=0.2, name="t")
+    gate = threading.Event()
+    running: list[int] = []
+    peak = [0]
+    lock = threading.Lock()
+
+    def work(i: int) -> int:
+        with lock:
+            running.append(i)
+            peak[0] = max(peak[0], len(running))
+        gate.wait(10)
+        with lock:
+            running.remove(i)
+        return i * 2
+
+    futures = [pool.submit(work, i) for i in range(40)]
+    assert _until(lambda: pool.threads == 4 and len(running) == 4)
+    assert pool.queued == 36
+    gate.set()
+    assert [f.result(30) for f in futures] == [i * 2 for i in range(40)]
+    assert peak[0] == 4
+    assert _until(lambda: pool.threads == 0), "idle threads exit"
+    pool.shutdown()
+
+
+def test_exceptions_reach_the_future_and_the_thread_lives_on() -> None:
+    pool = ElasticPool(1, idle_s=5, name="t")
+
+    def boom() -> None:
+        raise ValueError("no")
+
+    with pytest.raises(ValueError, match="no"):
+        pool.submit(boom).result(10)
+    assert pool.submit(lambda: 7).result(10) == 7
+    pool.shutdown()
+    assert pool.threads == 0
+    with pytest.raises(RuntimeError, match="shut down"):
+        pool.submit(lambda: 1)
+
+
+def test_a_submit_racing_an_idle_exit_is_never_lost() -> None:
+    pool = ElasticPool(2, idle_s=0.01, name="t")
+    for round_ in range(300):
+        assert pool.submit(lambda r=round_: r).result(10) == round_
+        time.sleep(0.0005 * (round_ % 30))  # land on both sides of the idle timeout
+    pool.shutdown()
+
+
+def test_shutdown_runs_what_is_queued() -> None:
+    pool = ElasticPool(1, idle_s=5, name="t")
+    gate = threading.Event()
+    first = pool.submit(gate.wait, 10)
+    later = [pool.submit(lambda i=i: i) for i in range(5)]
+    gate.set()
+    pool.shutdown(wait=True)
+    assert first.result(0) is True and [f.result(0) for f in later] == list(range(5))

@@ -1,0 +1,48 @@
+"""The shell examples the README and the docs mark as runnable (`<!-- example: NAME -->`
+before a ```sh block) run as they are, in order per file and name, against the demo
+repository, through real containers."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.docker_tracking import DockerTracker
+
+pytestmark = pytest.mark.docker
+
+ROOT = Path(__file__).resolve().parents[2]
+MARKED = re.compile(r"<!-- example: ([\w-]+) -->\n```sh\n(.*?)```", re.S)
+
+
+def examples() -> dict[str, str]:
+    """(file:name) -> the script of its blocks, in order."""
+    found: dict[str, list[str]] = {}
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for name, block in MARKED.findall(page.read_text()):
+            found.setdefault(f"{page.relative_to(ROOT)}:{name}", []).append(block)
+    return {key: "\n".join(blocks) for key, blocks in found.items()}
+
+
+def test_the_readme_has_a_runnable_tour() -> None:
+    tour = examples().get("README.md:tour", "")
+    for command in ("validate", "serve", "hook", "audit", "replay"):
+        assert f"cloudrunner {command}" in tour
+
+
+@pytest.mark.parametrize("key", sorted(examples()))
+def test_marked_examples_run(key: str, tmp_path: Path, docker_tracker: DockerTracker) -> None:
+    script = "set -euo pipefail\n" + examples()[key]
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("CLOUDRUNNER_")},
+        "CLOUDRUNNER_WORKER_ID": docker_tracker.worker_id,
+        "TMPDIR": str(tmp_path),  # mktemp -d lands here, and goes with the test
+    }
+    proc = subprocess.run(
+        ["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert proc.returncode == 0, f"{key} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

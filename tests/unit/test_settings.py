@@ -93,9 +93,9 @@ def test_default_file_is_valid_commented_toml_and_show_round_trips(tmp_path: Pat
     assert tomllib.loads(to_toml(s)) == tomllib.loads(to_toml(load_settings(environ={})))
 
 
-def test_the_readme_settings_example_is_valid(tmp_path: Path) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+def test_the_documented_settings_example_is_valid(tmp_path: Path) -> None:
+    guide = Path(__file__).resolve().parents[2] / "docs" / "guides" / "operate.md"
+    block = guide.read_text().split("```toml\n", 1)[1].split("```", 1)[0]
     cfg = tmp_path / "c.toml"
     cfg.write_text(block)
     s = load_settings(cfg, environ={})

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from cloudrunner.protocol.events import Decision, EventSpec
 from cloudrunner.protocol.outcomes import Outcome
-from cloudrunner.protocol.sandbox_causes import SandboxCause
+from cloudrunner.protocol.sandbox_causes import CauseKind, SandboxCause
 
 if TYPE_CHECKING:
     from cloudrunner.protocol.plan import PlannedHook
@@ -175,6 +175,12 @@ _SANDBOX_REASONS = {
 }
 
 
+#: causes the agent's own machine would show alike (the same checkout, the same script)
+_SAME_ON_THE_VM = frozenset(
+    {CauseKind.MISSING_SCRIPT, CauseKind.NOT_EXECUTABLE, CauseKind.CRLF_SHEBANG}
+)
+
+
 def classify(hook: PlannedHook, spec: EventSpec, execution: Execution) -> HookResult:
     """Turn what the sandbox saw into an outcome and an answer. Never raises."""
     stderr = _stderr_text(execution.stderr)
@@ -239,8 +245,11 @@ def _blocked(hook: PlannedHook, spec: EventSpec, execution: Execution, stderr: s
     ignored = tuple(k for k in given if k not in known)
     where = spec.message_field()
     if where and where not in output and stderr:
-        # the hook blocks; when its stderr shows the sandbox's doing, the agent is told so
-        note = f" (cloudrunner: {cause.message})" if cause else ""
+        # the hook blocks; when its stderr shows the sandbox's doing, the agent is told so.
+        # A script missing from the repository is missing on the agent's own machine too:
+        # that block reads as it would there (the record still names the cause).
+        told = cause is not None and cause.kind not in _SAME_ON_THE_VM
+        note = f" (cloudrunner: {cause.message})" if told and cause else ""
         output[where] = stderr + note
     return HookResult(
         hook, Outcome.BLOCKED, output, _noted("exit code 2: blocks", cause), 2, stderr, ignored,

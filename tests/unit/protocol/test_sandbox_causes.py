@@ -258,6 +258,16 @@ def test_a_block_whose_stderr_shows_eacces_tells_the_agent() -> None:
     assert "(cloudrunner: the workspace is not writable by the hook uid 10001" in message
 
 
+def test_a_block_by_a_script_missing_from_the_repository_reads_as_on_the_agents_machine() -> None:
+    # the same checkout on the agent's VM lacks the script too: the agent gets the hook's
+    # own words, as it would there; the record keeps the diagnosis
+    stderr = f"python3: can't open file '{WS}/./hooks/x.py': [Errno 2] No such file or directory"
+    r = _classify("beforeShellExecution", 2, stderr)
+    assert r.outcome is Outcome.BLOCKED
+    assert r.output["agent_message"] == stderr
+    assert r.sandbox_cause is not None and "does not exist" in r.reason
+
+
 def test_without_a_cause_nothing_changes() -> None:
     r = _classify("preToolUse", 1, "my own failure\n", fail_closed=True)
     assert r.reason == "exit code 1"

@@ -311,7 +311,13 @@ def test_slow_and_oversized_clients_are_cut_off_while_events_are_answered(
 
         for sock in [*slow_headers, *slow_bodies]:
             sock.settimeout(120)
-            assert sock.recv(65536) == b"", "the slow client was disconnected, unanswered"
+            try:
+                got = sock.recv(65536)
+            except ConnectionResetError:
+                # the daemon closed while a trickled byte sat unread: a reset, not an EOF;
+                # either way the slow client was disconnected without an answer
+                got = b""
+            assert got == b"", "the slow client was disconnected, unanswered"
             sock.close()
         trickler.join(60)
         decisions = [r for r in deployment.records() if r["kind"] == "decision"]

@@ -34,9 +34,13 @@ class DockerTracker:
         return obj
 
     def labelled_containers(self) -> list[Any]:
+        # ignore_removed: a container the code under test removes between the engine's list
+        # and docker-py's inspect of it is simply not there any more, not an error
         return list(
             self.client.containers.list(
-                all=True, filters={"label": f"{WORKER_LABEL}={self.worker_id}"}
+                all=True,
+                filters={"label": f"{WORKER_LABEL}={self.worker_id}"},
+                ignore_removed=True,
             )
         )
 

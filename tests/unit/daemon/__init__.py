@@ -1,0 +1,1 @@
+"""Tests of the daemon package (cloudrunner/daemon): its app, core, connections, models."""

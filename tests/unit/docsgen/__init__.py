@@ -1,0 +1,1 @@
+"""Tests of the generated reference pages and the strict docs build (docsgen)."""

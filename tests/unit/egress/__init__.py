@@ -1,0 +1,1 @@
+"""Tests of egress policy: rules, the Squid configuration, credentials, the access log."""

@@ -118,6 +118,11 @@ def file_signature(path: Path) -> tuple[int, ...] | None:
         target = os.stat(path)
     except OSError:
         return None
+    return _identity(link, target)
+
+
+def _identity(link: os.stat_result, target: os.stat_result) -> tuple[int, ...]:
+    """A hooks file's identity from its own lstat and the stat of what it names."""
     return (
         link.st_ino,
         link.st_mtime_ns,
@@ -212,13 +217,7 @@ def _guard(path: str, root: str) -> tuple[int, ...] | None:
     except OSError:
         return None
     return (
-        link.st_ino,
-        link.st_mtime_ns,
-        target.st_dev,
-        target.st_ino,
-        target.st_size,
-        target.st_mtime_ns,
-        target.st_ctime_ns,
+        *_identity(link, target),
         link.st_ctime_ns,
         parent.st_dev,
         parent.st_ino,

@@ -17,6 +17,7 @@ incomplete by its seq.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import fcntl
 import hashlib
@@ -61,7 +62,7 @@ from cloudrunner.sandbox.base import (
 )
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.factory import open_sandbox
-from cloudrunner.sandbox.limits import machine_cores, session_quota
+from cloudrunner.sandbox.limits import SandboxProfile, machine_cores, session_quota
 from cloudrunner.sandbox.plan import identity_for
 from cloudrunner.sandbox.session_pool import SessionPool
 from cloudrunner.session import PersistentLoopCounterStore, SessionStateError, SessionStore
@@ -168,6 +169,17 @@ class Worker(ClosesOnExit):
         self.home_root = home_root or settings.state_dir / "homes"
         #: each home's last measurement (monotonic time, bytes)
         self._home_sizes: dict[Path, tuple[float, int]] = {}
+        #: each home's last preparation (monotonic time, the directory's inode, its result):
+        #: within home.measure_interval_s it is not made, written or measured again
+        self._homes_ready: dict[Path, tuple[float, int, _Home]] = {}
+        self._home_dirs: dict[tuple[Path, SourceKind], Path] = {}
+        #: each sandbox's attestation (a copy, to compare) and its cleaned form
+        self._attestations: dict[str, tuple[dict[str, Any], Any]] = {}
+        #: the effective sandbox profile of each source kind (settings do not change under
+        #: a worker; `profile_for` validates a pydantic model per call)
+        self._profiles: dict[str, SandboxProfile] = {}
+        #: each source's profile as its sandbox gets it, by (kind, network, image)
+        self._open_profiles: dict[tuple[str, str | None, str | None], SandboxProfile] = {}
         self._owns_audit = audit is None
         self.audit = audit or open_audit(settings)
         self.egress = egress or open_egress(settings, self._link)
@@ -395,16 +407,22 @@ class Worker(ClosesOnExit):
 
     def _probe_user(self, root: Path) -> tuple[int, int] | None:
         try:
-            return identity_for(self.settings.sandbox.profile_for("project"), root)
+            return identity_for(self._profile_for("project"), root)
         except CloudrunnerError:
             return None  # the probe then says the workspace cannot be read
+
+    def _profile_for(self, kind: str) -> SandboxProfile:
+        found = self._profiles.get(kind)
+        if found is None:
+            found = self._profiles[kind] = self.settings.sandbox.profile_for(kind)
+        return found
 
     def _hook_uids(self, root: Path) -> set[int]:
         """Every uid hooks of a source may run as in `root` (profiles may differ per source)."""
         uids = set()
         for kind in SourceKind:
             with contextlib.suppress(CloudrunnerError):
-                uids.add(identity_for(self.settings.sandbox.profile_for(str(kind)), root)[0])
+                uids.add(identity_for(self._profile_for(str(kind)), root)[0])
         return uids
 
     def _grant_access(
@@ -433,12 +451,27 @@ class Worker(ClosesOnExit):
             return {}
         settings = self.settings.home
         out: dict[SourceKind, _Home] = {}
+        now = time.monotonic()
         for kind in kinds:
-            path = hook_home.home_dir(self.home_root, ws.root, str(kind))
+            path = self._home_dirs.get((ws.root, kind))
+            if path is None:
+                path = hook_home.home_dir(self.home_root, ws.root, str(kind))
+                self._home_dirs[(ws.root, kind)] = path
+            ready = self._homes_ready.get(path)
+            if ready is not None and now - ready[0] < settings.measure_interval_s:
+                # prepared a moment ago: the same directory (not removed and made anew)
+                # needs no mkdir, .gitconfig or measuring yet
+                try:
+                    same = os.lstat(path).st_ino == ready[1]
+                except OSError:
+                    same = False
+                if same:
+                    out[kind] = ready[2]
+                    continue
             last = self._home_sizes.get(path)
-            recent = last is not None and time.monotonic() - last[0] < settings.measure_interval_s
+            recent = last is not None and now - last[0] < settings.measure_interval_s
             try:
-                uid, gid = identity_for(self.settings.sandbox.profile_for(str(kind)), ws.root)
+                uid, gid = identity_for(self._profile_for(str(kind)), ws.root)
                 status = hook_home.prepare(
                     path, uid, gid, workspace=ws.root, limit=settings.max_bytes,
                     git_name=settings.git_user_name, git_email=settings.git_user_email,
@@ -452,8 +485,10 @@ class Worker(ClosesOnExit):
                 out[kind] = _Home(path, {"path": str(path), "error": exc.message}, exc)
                 continue
             if not recent:
-                self._home_sizes[path] = (time.monotonic(), status.used)
-            out[kind] = _Home(path, status.to_dict())
+                self._home_sizes[path] = (now, status.used)
+            out[kind] = home = _Home(path, status.to_dict())
+            with contextlib.suppress(OSError):
+                self._homes_ready[path] = (now, os.lstat(path).st_ino, home)
         return out
 
     def _document(self, payload: bytes, event: str | None) -> dict[str, Any]:
@@ -615,7 +650,7 @@ class Worker(ClosesOnExit):
         hook has run in it yet. Adopted checkouts keep their owner (see `ownership`)."""
         if os.geteuid() != 0:
             return
-        uid, gid = identity_for(self.settings.sandbox.profile_for("project"), root)
+        uid, gid = identity_for(self._profile_for("project"), root)
         for directory, dirs, files in os.walk(root):
             os.lchown(directory, uid, gid)
             for entry in (*dirs, *files):
@@ -658,7 +693,7 @@ class Worker(ClosesOnExit):
         with _locked(marker_dir / ".install.lock"):
             if marker.exists():
                 return
-            profile = self.settings.sandbox.profile_for("project").model_copy(
+            profile = self._profile_for("project").model_copy(
                 update={"image": built.tag, "isolation": "hook"}
             )
             spec = SandboxSpec(
@@ -720,23 +755,9 @@ class Worker(ClosesOnExit):
         shown: transcript.Transcript | None = None,
         homes: Mapping[SourceKind, _Home] | None = None,
     ) -> Sandbox:
-        profile = self.settings.sandbox.profile_for(str(kind))
         network = self.egress.network_for(str(kind))
-        if network is not None:
-            profile = profile.model_copy(update={"network": network})
-        if kind is SourceKind.PROJECT:
-            image = self._environment_image(ws, session)
-            if image is not None:
-                profile = profile.model_copy(update={"image": image})
-        if profile.isolation == "session":
-            # a session container's hooks share its quota: enough for the parallel ones
-            limits = profile.limits
-            cpus = session_quota(
-                limits.cpus, self.settings.max_parallel_hooks, machine_cores(),
-                limits.session_cpus,
-            )  # fmt: skip
-            wider = limits.model_copy(update={"cpus": cpus})
-            profile = profile.model_copy(update={"limits": wider})
+        image = self._environment_image(ws, session) if kind is SourceKind.PROJECT else None
+        profile = self._sandbox_profile(str(kind), network, image)
         uid, gid = identity_for(profile, ws.root)
         access = self._access.get(ws.root)
         if (
@@ -777,6 +798,31 @@ class Worker(ClosesOnExit):
         self._engine()  # connects (and reaps, the first time), or fails this hook
         return open_sandbox(spec, self._link)
 
+    def _sandbox_profile(self, kind: str, network: str | None, image: str | None) -> SandboxProfile:
+        """The profile a source's sandbox gets: its own, with the egress network, the
+        repository's environment image and the session quota applied (made once per
+        combination: model copies cost more than the rest of opening a warm sandbox)."""
+        key = (kind, network, image)
+        found = self._open_profiles.get(key)
+        if found is not None:
+            return found
+        profile = self._profile_for(kind)
+        if network is not None:
+            profile = profile.model_copy(update={"network": network})
+        if image is not None:
+            profile = profile.model_copy(update={"image": image})
+        if profile.isolation == "session":
+            # a session container's hooks share its quota: enough for the parallel ones
+            limits = profile.limits
+            cpus = session_quota(
+                limits.cpus, self.settings.max_parallel_hooks, machine_cores(),
+                limits.session_cpus,
+            )  # fmt: skip
+            wider = limits.model_copy(update={"cpus": cpus})
+            profile = profile.model_copy(update={"limits": wider})
+        self._open_profiles[key] = profile
+        return profile
+
     def _source_records(
         self,
         sources: SourceSet,
@@ -810,6 +856,18 @@ class Worker(ClosesOnExit):
                     )
                 )
         return out
+
+    def _cleaned_attestation(self, sandbox_id: str, attestation: dict[str, Any]) -> Any:
+        """A sandbox's attestation as the log stores it, cleaned once while it stays the
+        same (a warm sandbox's hooks all carry it)."""
+        found = self._attestations.get(sandbox_id)
+        if found is not None and found[0] == attestation:
+            return found[1]
+        if len(self._attestations) >= 256:
+            self._attestations.pop(next(iter(self._attestations)))
+        cleaned = self.audit.cleaned("attestation", attestation)
+        self._attestations[sandbox_id] = (copy.deepcopy(attestation), cleaned)
+        return cleaned
 
     def _hook_records(
         self,
@@ -855,7 +913,7 @@ class Worker(ClosesOnExit):
                     image_digest=attestation.get("image_id"),
                     runtime=attestation.get("runtime"),
                     limits=_attested_limits(attestation, hook.timeout),
-                    attestation=attestation,
+                    attestation=self._cleaned_attestation(ran.sandbox_id, attestation),
                     duration_ms=round(ran.duration_s * 1000, 3),
                     stdout_excerpt=self.audit.excerpt(ran.stdout),
                     stderr_excerpt=self.audit.excerpt(ran.stderr),

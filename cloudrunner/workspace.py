@@ -20,6 +20,8 @@ import shlex
 import shutil
 import stat
 import tempfile
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -797,26 +799,82 @@ def head_commit(ws: Workspace) -> str | None:
             return ws.commit
     else:
         return ws.commit
+    key = (str(git_dir), ws.commit)
+    remembered = _heads.get(key)
+    if remembered is not None and _head_files(git_dir, remembered[2]) == remembered[0]:
+        return remembered[1]
+    before = _head_files(git_dir, None)
+    commit, ref = _read_head(git_dir, directory, ws.commit)
+    if ref is not None:
+        before = _head_files(git_dir, ref)
+    after = _head_files(git_dir, ref)
+    # Remembered only when the files kept their identity while read and are not so recent
+    # that a rewrite in place could keep its time stamp (see sources.RACY_NS).
+    if before == after and after[0] is not None and _settled_files(after):
+        with _heads_lock:
+            if len(_heads) >= _HEADS_MAX:
+                _heads.pop(next(iter(_heads)))
+            _heads[key] = (after, commit, ref)
+    return commit
+
+
+def _read_head(git_dir: Path, directory: Path, known: str | None) -> tuple[str | None, str | None]:
+    """HEAD's commit read from the files (`known` when they say nothing usable), and the
+    ref HEAD names (None for a detached HEAD)."""
     # Read only what resolves inside the repository: a ref symlinked (or named with "..")
     # to a file elsewhere must not put that file's content in the records as a commit.
     head = _git_file(git_dir / "HEAD", directory)
     if head is None:
-        return ws.commit
+        return known, None
     if _SHA.fullmatch(head):
-        return head
+        return head, None
     if not head.startswith("ref: "):
-        return ws.commit
+        return known, None
     ref = head[len("ref: ") :]
     loose = git_dir / ref
     if loose.is_file():
         value = _git_file(loose, directory)
-        return value if value is not None and _SHA.fullmatch(value) else ws.commit
+        return (value if value is not None and _SHA.fullmatch(value) else known), ref
     packed = _git_file(git_dir / "packed-refs", directory, _MAX_PACKED_REFS)
     for line in (packed or "").splitlines():
         sha, _, name = line.partition(" ")
         if name == ref and _SHA.fullmatch(sha):
-            return sha
-    return ws.commit
+            return sha, ref
+    return known, ref
+
+
+_FileId = tuple[int, int, int, int, int] | None
+#: (git dir, known commit) -> (identity of HEAD, its ref and packed-refs; commit; ref):
+#: a daemon asks on every event, and the files change only with a commit or checkout
+_HeadFiles = tuple[_FileId, _FileId, _FileId]
+_heads: dict[tuple[str, str | None], tuple[_HeadFiles, str | None, str | None]] = {}
+_heads_lock = threading.Lock()
+_HEADS_MAX = 256
+#: a file changed this recently (ns) is read again on every event
+_RACY_NS = 2_000_000_000
+
+
+def _file_id(path: str) -> _FileId:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _head_files(git_dir: Path, ref: str | None) -> _HeadFiles:
+    """The identity (lstat) of HEAD and, when it names `ref`, of the loose ref and
+    packed-refs: git replaces these files (a lock file renamed over them) when they change."""
+    base = str(git_dir)
+    head = _file_id(base + "/HEAD")
+    if ref is None:
+        return head, None, None
+    return head, _file_id(f"{base}/{ref}"), _file_id(base + "/packed-refs")
+
+
+def _settled_files(ids: _HeadFiles) -> bool:
+    now = time.time_ns()
+    return all(found is None or now - max(found[3], found[4]) > _RACY_NS for found in ids)
 
 
 #: a packed-refs file larger than this is not read (the known commit is answered)

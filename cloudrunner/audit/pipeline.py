@@ -6,8 +6,9 @@
 Each step is a small structlog processor; the clean step walks the fields once and does
 all four of its jobs on the way. Everything up to the chain is pure and exposed
 as `record_processors`, so a test can run it with `structlog.testing.LogCapture` at the end
-and assert on the records as dicts; the writer appends `chain_processor` and `render_line`
-and runs the whole pipeline under its file lock (the chain needs the tail it just read).
+and assert on the records as dicts; the writer appends `chain_and_render` (the work of
+`chain_processor` and `render_line` with one serialisation of the record) and runs the
+whole pipeline under its file lock (the chain needs the tail it just read).
 
 Payload text is digested *before* redaction on purpose: the digest must be of the text the
 agent really handled, or it could never be matched against a transcript later; a digest
@@ -72,6 +73,15 @@ def add_identity(worker: str, pid: int | None = None) -> Processor:
     return processor
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Cleaned:
+    """A field value already as a record stores it (`AuditWriter.cleaned`): the pipeline
+    takes it as it is. For what stays the same across many records (a sandbox's
+    attestation is a few kilobytes on every hook record), so it is walked once."""
+
+    value: Any
+
+
 class _Unfit(Exception):
     """A value JSON cannot hold; `path` grows as the error unwinds, so the hot path never
     builds field paths it would only need for the message."""
@@ -93,6 +103,8 @@ def _plain(value: Any) -> Any:
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value  # the common case first: most fields are plain strings and numbers
+    if kind is Cleaned:
+        return value.value
     if kind is dict or isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
@@ -201,6 +213,9 @@ def clean_record(
     digest = not include_payload_text
     out: dict[str, Any] = {}
     for key, value in fields.items():
+        if type(value) is Cleaned:
+            out[key] = value.value
+            continue
         try:
             out[key] = (
                 _digested(value)
@@ -210,6 +225,13 @@ def clean_record(
         except _Unfit as exc:
             raise exc.error(f"audit field {key}{exc.path} {exc.problem}") from None
     return out
+
+
+def clean_value(key: str, value: Any, *, include_payload_text: bool) -> Cleaned:
+    """`value` cleaned once, as `clean_record(..., bounded=True)` would store it under the
+    top-level `key`, for records to take as it is."""
+    return Cleaned(clean_record({key: value}, include_payload_text=include_payload_text,
+                                bounded=True)[key])  # fmt: skip
 
 
 def clean_values(include_payload_text: bool) -> Processor:
@@ -246,6 +268,32 @@ def chain_processor(head: ChainHead) -> Processor:
         body = canonical_json(event_dict)
         event_dict["hash"] = hashlib.sha256(body.encode("ascii")).hexdigest()
         return event_dict
+
+    return processor
+
+
+def _joined(*objects: str) -> str:
+    """Canonical JSON objects whose keys sort in the order given, as one object."""
+    return "{" + ",".join(text[1:-1] for text in objects if text != "{}") + "}"
+
+
+def chain_and_render(head: ChainHead) -> Processor:
+    """`chain_processor` and `render_line` in one step that serialises the record once:
+    the keys before and after `hash` are encoded apart, so the hashed body (without `hash`)
+    and the line (with it, in its sorted place) are both joined from the same two texts."""
+
+    def processor(
+        _logger: WrappedLogger, _method: str, event_dict: EventDict
+    ) -> tuple[tuple[bytes, EventDict], dict[str, Any]]:
+        event_dict.pop("hash", None)
+        event_dict["seq"] = head.seq + 1
+        event_dict["prev_hash"] = head.hash
+        before = canonical_json({k: v for k, v in event_dict.items() if k < "hash"})
+        after = canonical_json({k: v for k, v in event_dict.items() if k > "hash"})
+        digest = hashlib.sha256(_joined(before, after).encode("ascii")).hexdigest()
+        event_dict["hash"] = digest
+        line = _joined(before, '{"hash":"' + digest + '"}', after) + "\n"
+        return (line.encode("ascii"), event_dict), {}
 
     return processor
 

@@ -46,10 +46,11 @@ from cloudrunner.audit.group_commit import GroupCommit, SyncFailed
 from cloudrunner.audit.lines import LogTail, TornSpan, read_tail
 from cloudrunner.audit.pipeline import (
     ChainHead,
+    Cleaned,
     Clock,
-    chain_processor,
+    chain_and_render,
+    clean_value,
     record_processors,
-    render_line,
     utc_now,
 )
 from cloudrunner.audit.records import RecordKind
@@ -154,8 +155,7 @@ class AuditWriter(ClosesOnExit):
             *record_processors(
                 worker=worker, include_payload_text=include_payload_text, clock=clock
             ),
-            chain_processor(self._head),
-            render_line,
+            chain_and_render(self._head),
         ]
         self._logger = _AuditLogger(_Sink(self._write_line), processors, {})
 
@@ -184,6 +184,11 @@ class AuditWriter(ClosesOnExit):
     def excerpt(self, data: bytes | str) -> str:
         """A redacted excerpt capped at this log's `excerpt_cap`."""
         return excerpt(data, self.config.excerpt_cap)
+
+    def cleaned(self, key: str, value: Any) -> Cleaned:
+        """`value` as this log stores it under the top-level field `key`, for records to
+        take as it is: for a value that many records carry unchanged."""
+        return clean_value(key, value, include_payload_text=self.config.include_payload_text)
 
     def append(
         self, kind: RecordKind | str, fields: Mapping[str, Any] | None = None

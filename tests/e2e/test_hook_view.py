@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 from dataclasses import dataclass
@@ -278,6 +279,25 @@ def test_a_home_over_its_limit_stops_that_sources_hooks_with_the_fix_named(
         worker.handle(_edit(setup))  # within the interval: the earlier size stands
     last = [h for h in _records(setup.state) if h["kind"] == "hook"][-1]
     assert (last["source"], last["outcome"]) == ("project", "ok")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own the workspace as root")
+def test_a_home_removed_between_events_is_made_again_within_the_interval(
+    tmp_path: Path, docker_tracker: DockerTracker
+) -> None:
+    """A long-lived worker skips preparing a home it prepared a moment ago, but not when
+    the directory is gone (or another took its name)."""
+    setup = _setup(tmp_path, docker_tracker.worker_id)
+    with Worker(setup.settings("hook")) as worker:
+        worker.handle(_edit(setup))
+        home = Path(setup.view("home").strip())
+        assert (home / ".gitconfig").is_file()
+        shutil.rmtree(home)
+        worker.handle(_edit(setup))
+    assert (home / ".gitconfig").is_file()
+    assert home.stat().st_uid != 0
+    project = [r for r in _records(setup.state) if r["kind"] == "hook" and r["source"] == "project"]
+    assert [h["outcome"] for h in project] == ["ok", "ok"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a file system")

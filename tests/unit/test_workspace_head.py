@@ -3,7 +3,9 @@ call."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -75,3 +77,68 @@ def test_an_unborn_branch_or_a_git_file_answers_the_known_commit(
     assert (linked / ".git").is_file()
     other = workspace.adopt(linked)
     assert workspace.head_commit(other) == other.commit
+
+
+@pytest.fixture
+def no_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HEAD is remembered however fresh its files (a daemon remembers it once they are two
+    seconds old): what is tested is that the remembered answer never hides a change."""
+    monkeypatch.setattr(workspace, "_RACY_NS", 0)
+    monkeypatch.setattr(workspace, "_heads", {})
+
+
+def _age(repo: Path) -> None:
+    """Let the kernel's coarse clock tick, so the next change gets a newer change time."""
+    time.sleep(0.03)
+
+
+@pytest.mark.usefixtures("no_racy_window")
+def test_a_remembered_head_still_sees_every_move(repo: Path) -> None:
+    ws = workspace.adopt(repo)
+    first = git(repo, "rev-parse", "HEAD")
+    _age(repo)
+    assert workspace.head_commit(ws) == first
+    assert any(key[0] == str(repo / ".git") for key in workspace._heads)  # remembered
+    second = commit(repo, "b")
+    _age(repo)
+    assert workspace.head_commit(ws) == second
+    git(repo, "checkout", "-q", "--detach", first)
+    _age(repo)
+    assert workspace.head_commit(ws) == first
+    git(repo, "checkout", "-q", "main")
+    git(repo, "pack-refs", "--all")
+    _age(repo)
+    assert workspace.head_commit(ws) == second
+
+
+@pytest.mark.usefixtures("no_racy_window")
+def test_a_ref_rewritten_in_place_with_its_old_times_is_seen(repo: Path) -> None:
+    """Same inode, same size, mtime put back: the change time still moves."""
+    ws = workspace.adopt(repo)
+    first = git(repo, "rev-parse", "HEAD")
+    second = commit(repo, "b")
+    _age(repo)
+    assert workspace.head_commit(ws) == second
+    ref = repo / ".git" / "refs" / "heads" / "main"
+    before = ref.stat()
+    with open(ref, "r+") as handle:
+        handle.write(first + "\n")
+    os.utime(ref, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert ref.stat().st_ino == before.st_ino and ref.stat().st_size == before.st_size
+    assert workspace.head_commit(ws) == first
+
+
+@pytest.mark.usefixtures("no_racy_window")
+def test_a_ref_swapped_for_a_symlink_out_of_the_repository_is_not_read(
+    repo: Path, tmp_path: Path
+) -> None:
+    ws = workspace.adopt(repo)
+    known = git(repo, "rev-parse", "HEAD")
+    _age(repo)
+    assert workspace.head_commit(ws) == known
+    outside = tmp_path / "secret"
+    outside.write_text("f" * 40 + "\n")
+    ref = repo / ".git" / "refs" / "heads" / "main"
+    ref.unlink()
+    ref.symlink_to(outside)
+    assert workspace.head_commit(ws) == known

@@ -17,7 +17,11 @@ from cloudrunner.audit.chain import GENESIS_HASH, canonical_json, record_hash
 from cloudrunner.audit.digest import digest_text
 from cloudrunner.audit.pipeline import (
     ChainHead,
+    Cleaned,
+    chain_and_render,
     chain_processor,
+    clean_record,
+    clean_value,
     record_processors,
     render_line,
 )
@@ -133,6 +137,43 @@ def test_render_line_gives_one_ascii_line_and_the_record() -> None:
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert line.isascii()
     assert record["seq"] == 0
+
+
+_json_keys = st.text(
+    alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x2FF), max_size=8
+).filter(lambda k: k not in ("hash", "seq", "prev_hash"))
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_json_keys, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(fields=st.dictionaries(_json_keys, _json_values, max_size=8))
+@settings(max_examples=300, deadline=None)
+def test_chain_and_render_serialises_once_what_the_two_steps_gave(
+    fields: dict[str, Any],
+) -> None:
+    """Every key order around `hash` (keys before it, after it, none on a side)."""
+    one = chain_processor(ChainHead(seq=2, hash="b" * 64))(None, "audit", dict(fields))
+    (expected, _), _ = render_line(None, "audit", one)
+    (line, record), kwargs = chain_and_render(ChainHead(seq=2, hash="b" * 64))(
+        None, "audit", dict(fields)
+    )
+    assert kwargs == {}
+    assert line == expected
+    assert record == one and record["hash"] == record_hash(record)
+
+
+def test_a_cleaned_value_is_stored_as_it_was_cleaned() -> None:
+    attestation = {"env": ["TOKEN=ghp_" + "a" * 36], "image": "x", "nested": {"password": "p"}}
+    cleaned = clean_value("attestation", attestation, include_payload_text=False)
+    direct = clean_record({"attestation": attestation}, include_payload_text=False, bounded=True)
+    assert isinstance(cleaned, Cleaned)
+    assert cleaned.value == direct["attestation"]
+    assert "ghp_" not in canonical_json(cleaned.value)  # redacted once, for every record
+    stored = clean_record({"attestation": cleaned, "n": 1}, include_payload_text=False)
+    assert stored == {"attestation": direct["attestation"], "n": 1}
 
 
 # -- the clean step walks once; it must give what the three walks gave ------------------

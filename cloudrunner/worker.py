@@ -175,6 +175,7 @@ class Worker(ClosesOnExit):
         self._home_dirs: dict[tuple[Path, SourceKind], Path] = {}
         #: each sandbox's attestation (a copy, to compare) and its cleaned form
         self._attestations: dict[str, tuple[dict[str, Any], Any]] = {}
+        self._limits: dict[tuple[str, float], tuple[dict[str, Any], Any]] = {}
         #: the effective sandbox profile of each source kind (settings do not change under
         #: a worker; `profile_for` validates a pydantic model per call)
         self._profiles: dict[str, SandboxProfile] = {}
@@ -305,13 +306,18 @@ class Worker(ClosesOnExit):
         merged = merge(plan, outcome.results, loops)
         unrecorded = list(loops.problems)
         skipped = self._source_records(sources, state.source_hashes, ids)
-        try:
-            with self.sessions.update(plan.conversation_id) as fresh:
-                fresh.source_hashes = {_source_key(s): s.sha256 or "" for s in sources.sources}
-                if name == "sessionStart":
-                    fresh.env.update(merged.env)
-        except SessionStateError as exc:
-            unrecorded.append(exc.message)
+        hashes = {_source_key(s): s.sha256 or "" for s in sources.sources}
+        # Written only when it changes: the state read for this event already holds these
+        # hashes on almost every event (a daemon would otherwise lock, read and compare the
+        # file each time).
+        if name == "sessionStart" or state.source_hashes != hashes:
+            try:
+                with self.sessions.update(plan.conversation_id) as fresh:
+                    fresh.source_hashes = hashes
+                    if name == "sessionStart":
+                        fresh.env.update(merged.env)
+            except SessionStateError as exc:
+                unrecorded.append(exc.message)
         used_proxy = any(
             self.egress.policy(str(h.source_kind)) == "allowlist"
             for h in plan.hooks_to_run
@@ -869,6 +875,19 @@ class Worker(ClosesOnExit):
         self._attestations[sandbox_id] = (copy.deepcopy(attestation), cleaned)
         return cleaned
 
+    def _cleaned_limits(self, sandbox_id: str, attestation: dict[str, Any], timeout: float) -> Any:
+        """`_attested_limits` as the log stores it, once per sandbox attestation and timeout."""
+        limits = _attested_limits(attestation, timeout)
+        key = (sandbox_id, timeout)
+        found = self._limits.get(key)
+        if found is not None and found[0] == limits:
+            return found[1]
+        if len(self._limits) >= 256:
+            self._limits.pop(next(iter(self._limits)))
+        cleaned = self.audit.cleaned("limits", limits)
+        self._limits[key] = (limits, cleaned)
+        return cleaned
+
     def _hook_records(
         self,
         outcome: RunOutcome,
@@ -912,7 +931,7 @@ class Worker(ClosesOnExit):
                     sandbox_id=ran.sandbox_id,
                     image_digest=attestation.get("image_id"),
                     runtime=attestation.get("runtime"),
-                    limits=_attested_limits(attestation, hook.timeout),
+                    limits=self._cleaned_limits(ran.sandbox_id, attestation, hook.timeout),
                     attestation=self._cleaned_attestation(ran.sandbox_id, attestation),
                     duration_ms=round(ran.duration_s * 1000, 3),
                     stdout_excerpt=self.audit.excerpt(ran.stdout),

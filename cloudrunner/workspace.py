@@ -791,14 +791,10 @@ def head_commit(ws: Workspace) -> str | None:
     a daemon asks on every event). Anything unusual (a `.git` file, a symbolic ref to
     nowhere, a file that leads outside the repository) answers the commit known from the
     checkout or adoption; a branch with no commit yet answers None until its first commit."""
-    for directory in (ws.root, *ws.root.parents):
-        git_dir = directory / ".git"
-        if git_dir.is_dir():
-            break
-        if git_dir.exists():
-            return ws.commit
-    else:
+    found = _git_dir_of(ws.root)
+    if found is None:
         return ws.commit
+    directory, git_dir = found
     key = (str(git_dir), ws.commit)
     remembered = _heads.get(key)
     if remembered is not None and _head_files(git_dir, remembered[2]) == remembered[0]:
@@ -816,6 +812,27 @@ def head_commit(ws: Workspace) -> str | None:
                 _heads.pop(next(iter(_heads)))
             _heads[key] = (after, commit, ref)
     return commit
+
+
+def _git_dir_of(root: Path) -> tuple[Path, Path] | None:
+    """The repository directory holding `root` and its `.git` directory, or None when the
+    nearest `.git` is not a directory (a worktree's or submodule's `.git` file) or there is
+    none. The checkout's own `.git` is tried first with one stat (the daemon's every event)."""
+    try:
+        if stat.S_ISDIR(os.stat(f"{root}/.git").st_mode):
+            return root, root / ".git"
+        return None
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    for directory in root.parents:
+        git_dir = directory / ".git"
+        if git_dir.is_dir():
+            return directory, git_dir
+        if git_dir.exists():
+            return None
+    return None
 
 
 def _read_head(git_dir: Path, directory: Path, known: str | None) -> tuple[str | None, str | None]:

@@ -469,10 +469,10 @@ EVENT_HINTS: dict[str, str] = {
 
 
 def event_spec(name: str) -> EventSpec:
-    from cloudrunner.protocol.errors import UnknownEvent
-
     spec = EVENTS.get(name)
     if spec is None:
+        from cloudrunner.protocol.errors import UnknownEvent
+
         raise UnknownEvent(name)
     return spec
 

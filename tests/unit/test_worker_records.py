@@ -163,3 +163,22 @@ def test_any_payload_is_answered_or_refused_and_the_log_tells_the_truth(
     report = verify_log(worker.settings.audit_path)
     assert report.ok, (report.problems, report.incomplete)
     worker.close()
+
+
+def test_the_session_state_is_written_only_when_what_it_holds_changes(worker: Worker) -> None:
+    """A daemon's event reads the conversation's state once and rewrites it only when the
+    sources' versions changed (or at sessionStart), not on every event."""
+    payload = json.dumps({"conversation_id": "c-state", "hook_event_name": "stop",
+                          "status": "completed"}).encode()  # fmt: skip
+    worker.handle(payload)
+    (state_file,) = (worker.settings.state_dir / "sessions").glob("*.json")
+    first = state_file.stat()
+    worker.handle(payload)
+    again = state_file.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)
+    hooks = Path(worker.settings.workspace.path or "") / ".cursor" / "hooks.json"
+    hooks.parent.mkdir()
+    hooks.write_text('{"version": 1, "hooks": {}}')
+    worker.handle(payload)
+    changed = json.loads(state_file.read_text())["source_hashes"]
+    assert any(key.startswith("project:") and value for key, value in changed.items())

@@ -24,11 +24,12 @@ import hashlib
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import docker
 import docker.errors
@@ -869,10 +870,8 @@ class Worker(ClosesOnExit):
         found = self._attestations.get(sandbox_id)
         if found is not None and found[0] == attestation:
             return found[1]
-        if len(self._attestations) >= 256:
-            self._attestations.pop(next(iter(self._attestations)))
         cleaned = self.audit.cleaned("attestation", attestation)
-        self._attestations[sandbox_id] = (copy.deepcopy(attestation), cleaned)
+        _remember(self._attestations, sandbox_id, (copy.deepcopy(attestation), cleaned))
         return cleaned
 
     def _cleaned_limits(self, sandbox_id: str, attestation: dict[str, Any], timeout: float) -> Any:
@@ -882,10 +881,8 @@ class Worker(ClosesOnExit):
         found = self._limits.get(key)
         if found is not None and found[0] == limits:
             return found[1]
-        if len(self._limits) >= 256:
-            self._limits.pop(next(iter(self._limits)))
         cleaned = self.audit.cleaned("limits", limits)
-        self._limits[key] = (limits, cleaned)
+        _remember(self._limits, key, (limits, cleaned))
         return cleaned
 
     def _hook_records(
@@ -1001,6 +998,21 @@ _LIMIT_KEYS = (
     "memory", "memory_swap", "cpu_quota", "cpu_period", "pids_limit", "tmpfs", "ulimits",
     "network", "read_only_rootfs",
 )  # fmt: skip
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+_memo_lock = threading.Lock()
+_MEMO_MAX = 256
+
+
+def _remember(memo: dict[K, V], key: K, value: V) -> None:
+    """Put `value` in a bounded memo that concurrent events of a daemon share (the oldest
+    entry goes when it is full)."""
+    with _memo_lock:
+        if key not in memo and len(memo) >= _MEMO_MAX:
+            memo.pop(next(iter(memo)))
+        memo[key] = value
 
 
 def _attested_limits(attestation: Mapping[str, Any], timeout: float) -> dict[str, Any]:

@@ -6,6 +6,7 @@ The daemon's HTTP request made from this process shows what the client's start-u
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from functools import partial
@@ -34,6 +35,7 @@ DIRECT = "hook client, no console script"
 INTERPRETER = "python start-up only"
 REQUEST = "daemon HTTP request only"
 BARE = "bare, beside the daemon"
+SYNC = "one audit fdatasync"
 
 
 def measure_daemon(
@@ -63,24 +65,39 @@ def measure_daemon(
     def interpreter_only() -> None:
         subprocess.run(interpreter, check=True)
 
+    # Every event's answer waits for two syncs of the audit log (its `received` record
+    # before any hook runs, its decision after): the floor under the daemon's overhead on
+    # this disk, measured beside the rows above on a file in the same state directory.
+    sync_fd = os.open(scene.state / "bench-fdatasync", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+
+    def audit_sync() -> None:
+        os.write(sync_fd, b"x" * 600 + b"\n")
+        os.fdatasync(sync_fd)
+
     def http_request() -> None:
         status, answer = daemon.post(f"/v1/events/{EVENT}", payload)
         if status != 200 or answer.get("permission") != "allow":
             raise RuntimeError(f"the daemon answered {status} {answer!r}")
 
-    samples = time_interleaved(
-        "part 2: client, client -IS, client -I -c, interpreter, daemon request, bare cat",
-        client_iterations,
-        {
-            CLIENT: partial(client, argv),
-            CLIENT_IS: partial(client, isolated),
-            DIRECT: partial(client, direct),
-            INTERPRETER: interpreter_only,
-            REQUEST: http_request,
-            BARE: partial(run_bare, CAT),
-        },
-        warmup=3,
-    )
+    try:
+        samples = time_interleaved(
+            "part 2: client, client -IS, client -I -c, interpreter, daemon request, bare cat, "
+            "fdatasync",
+            client_iterations,
+            {
+                CLIENT: partial(client, argv),
+                CLIENT_IS: partial(client, isolated),
+                DIRECT: partial(client, direct),
+                INTERPRETER: interpreter_only,
+                REQUEST: http_request,
+                BARE: partial(run_bare, CAT),
+                SYNC: audit_sync,
+            },
+            warmup=3,
+        )
+    finally:
+        os.close(sync_fd)
+        (scene.state / "bench-fdatasync").unlink(missing_ok=True)
     notes = {
         CLIENT: "`cloudrunner hook` as installed: process start + unix socket + warm session",
         CLIENT_IS: "the same launcher as `python3 -IS cloudrunner hook` (no site)",
@@ -88,6 +105,7 @@ def measure_daemon(
         INTERPRETER: "the floor of any Python client: `python -I -S -c pass`",
         REQUEST: "from the bench process: no client start-up",
         BARE: "`sh -c cat`, taken in turn with the rows above",
+        SYNC: "write + fdatasync of a line in the state directory (an event waits for two)",
     }
     for mode, taken in samples.items():
         report.add(Row(SECTION, CAT.name, mode, runtime, taken, bare_key(CAT), note=notes[mode]))

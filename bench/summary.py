@@ -30,6 +30,9 @@ def figures(report: Report) -> dict[str, Any]:
         out["daemon_overhead_p50_ms"] = r.p50 - b.p50
         out["daemon_overhead_p99_ms"] = r.p99 - b.p99
         out["daemon_request_x_bare"] = r.p50 / b.p50
+    sync = _row(report, "end_to_end", end_to_end.SYNC)
+    if sync is not None:
+        out["audit_syncs_p50_ms"] = 2 * sync.summary.p50
     for key, mode in (("client", end_to_end.CLIENT), ("client_is", end_to_end.CLIENT_IS)):
         row = _row(report, "end_to_end", mode)
         if row is None or interpreter is None:
@@ -65,6 +68,12 @@ def render(found: dict[str, Any]) -> list[str]:
             f"  in-daemon overhead, trivial warm hook: {found['daemon_overhead_p50_ms']:+.2f} ms "
             f"at p50, {found['daemon_overhead_p99_ms']:+.2f} ms at p99 over the bare "
             f"`sh -c cat` ({found['daemon_request_x_bare']:.2f}x bare at p50)"
+            + (
+                f"; of which {found['audit_syncs_p50_ms']:.2f} ms are the two audit syncs every "
+                "event waits for"
+                if "audit_syncs_p50_ms" in found
+                else ""
+            )
         )
     for key, name in (
         ("client", "cloudrunner hook"),

@@ -22,6 +22,7 @@ def run() -> Report:
         end_to_end.INTERPRETER: [6.0, 6.0, 6.0],
         end_to_end.CLIENT: [10.0, 11.0, 12.0],
         end_to_end.CLIENT_IS: [9.0, 9.0, 9.0],
+        end_to_end.SYNC: [0.2, 0.25, 0.3],
     }
     for mode, samples in rows.items():
         r.add(Row("end_to_end", "cat", mode, "runc", samples, BARE))
@@ -43,6 +44,7 @@ def test_the_daemon_overhead_is_against_the_bare_row_taken_beside_it() -> None:
     assert found["events_per_s_8"] == 410.0 and found["peak_rss_mb_32"] == 82.0
     assert math.isclose(found["events_per_s_1_x_bare_rate"], 150.0 / 500.0)
     assert found["daemon_cpu_ms_per_event_8"] == 1.25
+    assert math.isclose(found["audit_syncs_p50_ms"], 0.5)  # two syncs an event waits for
 
 
 def test_the_issue_targets_are_judged_and_printed() -> None:
@@ -57,6 +59,7 @@ def test_the_issue_targets_are_judged_and_printed() -> None:
     r.meta["figures"] = figures(r)
     text = render_table(r)
     assert "in-daemon overhead, trivial warm hook: +1.20 ms at p50" in text
+    assert "of which 0.50 ms are the two audit syncs" in text
     assert "8 sessions: 410 events/s" in text and "daemon CPU 1.25 ms/event" in text
 
 

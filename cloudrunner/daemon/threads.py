@@ -86,16 +86,22 @@ class ElasticPool:
             with self._lock:
                 self._queued -= 1
                 self._idle -= 1
+            outcome: tuple[bool, Any] | None = None
             if future.set_running_or_notify_cancel():
                 try:
-                    result = func(*args)
+                    outcome = (True, func(*args))
                 except BaseException as exc:
-                    future.set_exception(exc)
-                else:
-                    future.set_result(result)
-            del future, func, args, item
+                    outcome = (False, exc)
+            # Idle again before the result is handed over: the caller's next submit (sent
+            # as soon as it has this answer) then finds this thread instead of starting one.
             with self._lock:
                 self._idle += 1
+            if outcome is not None:
+                if outcome[0]:
+                    future.set_result(outcome[1])
+                else:
+                    future.set_exception(outcome[1])
+            del future, func, args, item, outcome
 
     def shutdown(self, wait: bool = True) -> None:
         """Run what is queued, then stop every thread (waiting for them when `wait`)."""

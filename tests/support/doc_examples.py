@@ -28,6 +28,8 @@ NAMES: dict[str, str | None] = {"tour": "README.md", "setup": SETUP_PAGE, "demo"
 MARKED = re.compile(r"<!-- example: ([\w-]+) -->\n```sh\n(.*?)```", re.S)
 #: anything that looks like a marker, well-formed or not
 MARKER = re.compile(r"<!--\s*example\b.*?-->", re.S)
+#: any sh block
+SH_BLOCK = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,19 @@ def markers() -> list[tuple[str, int, str]]:
         for match in MARKER.finditer(text):
             found.append((str(page.relative_to(ROOT)), _line(text, match.start()), match[0]))
     return found
+
+
+def unmarked_blocks() -> list[Block]:
+    """The sh blocks no marker marks (they cannot run here: a placeholder, a remote, ...)."""
+    marked = {(block.page, block.text) for block in marked_blocks()}
+    blocks = []
+    for page in pages():
+        text = page.read_text()
+        name = str(page.relative_to(ROOT))
+        for match in SH_BLOCK.finditer(text):
+            if (name, match[1]) not in marked:
+                blocks.append(Block(name, _line(text, match.start()), "", match[1]))
+    return blocks
 
 
 def examples() -> dict[str, str]:

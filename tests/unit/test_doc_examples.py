@@ -4,7 +4,20 @@ the end-to-end test runs (tests/e2e/test_docs_examples.py)."""
 
 from __future__ import annotations
 
-from tests.support.doc_examples import NAMES, SETUP_PAGE, examples, marked_blocks, markers
+import re
+import shlex
+
+import pytest
+
+from cloudrunner.cli import build_parser
+from tests.support.doc_examples import (
+    NAMES,
+    SETUP_PAGE,
+    examples,
+    marked_blocks,
+    markers,
+    unmarked_blocks,
+)
 
 
 def test_every_marker_marks_a_sh_block_with_a_known_name() -> None:
@@ -37,3 +50,32 @@ def test_the_setup_runs_first_in_every_docs_script() -> None:
     assert demos, "no docs page has a runnable example"
     for key, script in demos.items():
         assert script.startswith(setup.text), key
+
+
+def _commands(script: str) -> list[str]:
+    """The `cloudrunner ...` commands of a shell block: continuations joined, comments
+    dropped, pipelines and lists split."""
+    joined = script.replace("\\\n", " ")
+    found = []
+    for line in joined.splitlines():
+        for part in re.split(r"\||&&|;", line.split(" #", 1)[0]):
+            if part.strip().startswith("cloudrunner "):
+                found.append(part.strip())
+    return found
+
+
+def test_the_cloudrunner_commands_of_unmarked_blocks_parse() -> None:
+    """What cannot run here (a remote, Kubernetes, a placeholder ID) is still a command
+    that exists, with flags that exist; a synopsis (`[--flag]`) is left alone."""
+    checked = 0
+    for block in unmarked_blocks():
+        for command in _commands(block.text):
+            if "[" in command or "..." in command:
+                continue
+            words = shlex.split(command)[1:]
+            try:
+                build_parser(words[0]).parse_args(words)
+            except SystemExit:
+                pytest.fail(f"{block.page}:{block.line}: `{command}` does not parse")
+            checked += 1
+    assert checked

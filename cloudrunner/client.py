@@ -1,21 +1,16 @@
-"""The per-event client, `cloudrunner hook EVENT`, and `cloudrunner health`.
+"""The per-event client's transport, behind `cloudrunner hook EVENT` and `cloudrunner health`
+(their flags and handlers are cloudrunner/commands/hook.py and health.py).
 
-This module imports only the standard library: it starts on every agent step, so it
-speaks HTTP/1.1 over a raw socket itself (no http.client, no json beyond the answer) and
-reaches the daemon in a few milliseconds. It speaks the hook protocol upward: the event
-JSON on stdin, the merged answer on stdout, exit 0 (with `--exit-code`, exit 2 on a
-block, like a single hook).
-
-When no daemon answers, it runs the event in process if allowed (`--fallback
-in-process`), and otherwise answers by the policy: fail-open (the neutral answer) or,
-with `--fail-closed`, a block on events that can block; either way with one line on
-stderr saying what is down.
+This module imports only the standard library: `cloudrunner hook` starts on every agent
+step, so it speaks HTTP/1.1 over a raw socket itself (no http.client, no json beyond the
+answer) and reaches the daemon in a few milliseconds. Here: the endpoint (flags, then the
+environment), one request, and the answers the client gives by policy when no daemon
+answers (fail-open: the neutral answer; fail-closed: a block on events that can block).
 """
 
 # No `from __future__ import annotations`: importing __future__ costs the fast path ~0.1 ms.
 # Annotations naming what only type checkers import are strings instead.
 import _socket  # `socket` costs ~10 ms of imports (enum, selectors); the C module ~0.3 ms
-import sys
 
 # `os` costs ~0.9 ms to import (collections.abc, posixpath) when the interpreter runs
 # without `site` (`python3 -IS`, see launcher/cloudrunner); `posix.environ` is the very
@@ -24,8 +19,6 @@ from posix import environ as _environ
 
 TYPE_CHECKING = False  # typing itself costs ~10 ms to import; mypy honours this name
 if TYPE_CHECKING:
-    import argparse
-    from collections.abc import Sequence
     from typing import Any
 
 DEFAULT_STATE_DIR = "/var/lib/cloudrunner"
@@ -197,7 +190,7 @@ def _os_reason(exc: OSError) -> str:
 # --------------------------------------------------------------------------- endpoint
 
 
-def _env(name: str) -> str | None:
+def env_var(name: str) -> str | None:
     """An environment variable as `os.environ` would give it."""
     value = _environ.get(name.encode())
     return None if value is None else value.decode("utf-8", "surrogateescape")
@@ -211,7 +204,7 @@ def endpoint_from(
     socket_flag: str | None, url_flag: str | None, token_file_flag: str | None
 ) -> Endpoint:
     """--socket / --url, else CLOUDRUNNER_SOCKET / CLOUDRUNNER_URL, else the default socket."""
-    url = url_flag or (None if socket_flag else _env("CLOUDRUNNER_URL"))
+    url = url_flag or (None if socket_flag else env_var("CLOUDRUNNER_URL"))
     if url:
         from urllib.parse import urlsplit
 
@@ -220,7 +213,7 @@ def endpoint_from(
             raise UsageError(
                 f"--url {url!r} must be http://HOST:PORT (the daemon's --listen address)"
             )
-        token_file = token_file_flag or _env("CLOUDRUNNER_TOKEN_FILE")
+        token_file = token_file_flag or env_var("CLOUDRUNNER_TOKEN_FILE")
         token = None
         if token_file:
             try:
@@ -233,9 +226,9 @@ def endpoint_from(
         except ValueError:
             raise UsageError(f"--url {url!r} has a bad port") from None
         return Endpoint(None, parts.hostname, port, token)
-    path = socket_flag or _env("CLOUDRUNNER_SOCKET")
+    path = socket_flag or env_var("CLOUDRUNNER_SOCKET")
     if not path:
-        state = _env("CLOUDRUNNER_STATE_DIR") or DEFAULT_STATE_DIR
+        state = env_var("CLOUDRUNNER_STATE_DIR") or DEFAULT_STATE_DIR
         path = state + SOCKET_NAME if state.endswith("/") else f"{state}/{SOCKET_NAME}"
     return Endpoint(path)
 
@@ -269,306 +262,3 @@ def blocks(answer: "Any") -> bool:
     return isinstance(answer, dict) and (
         answer.get("permission") == "deny" or answer.get("continue") is False
     )
-
-
-def _block_message(body: bytes) -> str:
-    import json
-
-    try:
-        answer = json.loads(body)
-    except ValueError:
-        answer = {}
-    for key in ("agent_message", "user_message"):
-        value = answer.get(key) if isinstance(answer, dict) else None
-        if isinstance(value, str) and value:
-            return value
-    return "blocked by cloudrunner"
-
-
-# --------------------------------------------------------------------------- hook
-
-
-class HookOptions:
-    """`cloudrunner hook`'s flags (parsed by hand on the fast path, argparse otherwise)."""
-
-    __slots__ = (
-        "config",
-        "event",
-        "exit_code",
-        "fail_closed",
-        "fallback",
-        "socket",
-        "timeout",
-        "token_file",
-        "url",
-    )  # fmt: skip
-
-    def __init__(self, event: str) -> None:
-        self.event = event
-        self.socket: str | None = None
-        self.url: str | None = None
-        self.token_file: str | None = None
-        self.exit_code = False
-        self.fallback: str | None = None
-        self.fail_closed: bool | None = None
-        self.config: str | None = None
-        self.timeout = 600.0
-
-
-_VALUE_FLAGS = {"--socket", "--url", "--token-file", "--fallback", "--config", "--timeout"}
-
-
-def fast_hook_options(words: "Sequence[str]") -> "HookOptions | None":
-    """`hook EVENT [flags]` parsed without argparse (~10 ms of imports), or None when the
-    words need argparse (help, a mistake, an unusual spelling) for its messages."""
-    if len(words) < 2 or words[0] != "hook" or words[1].startswith("-"):
-        return None
-    options = HookOptions(words[1])
-    index = 2
-    while index < len(words):
-        word = words[index]
-        name, eq, inline = word.partition("=")
-        if name in _VALUE_FLAGS:
-            if eq:
-                value = inline
-            elif index + 1 < len(words):
-                index += 1
-                value = words[index]
-            else:
-                return None
-            if name == "--timeout":
-                try:
-                    options.timeout = float(value)
-                except ValueError:
-                    return None
-            elif name == "--fallback":
-                if value not in ("none", "in-process"):
-                    return None
-                options.fallback = value
-            else:
-                setattr(options, name[2:].replace("-", "_"), value)
-        elif word == "--exit-code":
-            options.exit_code = True
-        elif word == "--fail-closed":
-            options.fail_closed = True
-        else:
-            return None
-        index += 1
-    if options.socket and options.url:
-        return None
-    return options
-
-
-def add_hook_arguments(parser: "argparse.ArgumentParser") -> None:
-    parser.add_argument(
-        "event", metavar="EVENT", help="the hook event name (beforeShellExecution, ...)"
-    )
-    _add_endpoint_arguments(parser)
-    parser.add_argument(
-        "--exit-code",
-        action="store_true",
-        help="exit 2 on a block, like a single hook (the answer is still printed)",
-    )
-    parser.add_argument(
-        "--fallback",
-        choices=("none", "in-process"),
-        default=None,
-        help="with no daemon: run the event in this process (in-process), or answer by the "
-        "policy (none, the default; CLOUDRUNNER_FALLBACK)",
-    )
-    parser.add_argument(
-        "--fail-closed",
-        action="store_true",
-        default=None,
-        help="when the event cannot be answered, block it (events that can block) instead of "
-        "letting it through (CLOUDRUNNER_FAIL_CLOSED=1)",
-    )
-    parser.add_argument("--config", metavar="FILE", help="settings file for --fallback in-process")
-    parser.add_argument(
-        "--timeout", type=float, default=600.0, metavar="SECONDS",
-        help="how long to wait for the answer (default 600)",
-    )  # fmt: skip
-
-
-def _add_endpoint_arguments(parser: "argparse.ArgumentParser") -> None:
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument(
-        "--socket", metavar="PATH",
-        help="the daemon's unix socket (CLOUDRUNNER_SOCKET; default "
-        f"$CLOUDRUNNER_STATE_DIR/{SOCKET_NAME}, state dir {DEFAULT_STATE_DIR})",
-    )  # fmt: skip
-    where.add_argument(
-        "--url", metavar="http://HOST:PORT", help="the daemon's TCP address (CLOUDRUNNER_URL)"
-    )
-    parser.add_argument(
-        "--token-file", metavar="FILE", help="bearer token for --url (CLOUDRUNNER_TOKEN_FILE)"
-    )
-
-
-def hook_command(args: "HookOptions | argparse.Namespace") -> int:
-    event: str = args.event
-    closed_env = (_env("CLOUDRUNNER_FAIL_CLOSED") or "").lower()
-    fail_closed = bool(args.fail_closed) or closed_env in ("1", "true", "yes")
-    fallback = args.fallback or _env("CLOUDRUNNER_FALLBACK") or "none"
-    if fallback not in ("none", "in-process"):
-        return _usage(f"CLOUDRUNNER_FALLBACK={fallback!r} must be none or in-process")
-    try:
-        endpoint = endpoint_from(args.socket, args.url, args.token_file)
-    except UsageError as exc:
-        return _usage(str(exc))
-    if sys.stdin.isatty():
-        return _usage("cloudrunner hook reads the event JSON on stdin; pipe it in")
-    payload = sys.stdin.buffer.read()
-    problem: str
-    try:
-        reply = request(endpoint, "POST", f"/v1/events/{event}", payload, timeout_s=args.timeout)
-    except (Unreachable, ValueError) as exc:
-        problem = str(exc)
-    else:
-        if reply.status == 200:
-            blocked = reply.headers.get(BLOCKED_HEADER) == "true"
-            return _answer(reply.body, args.exit_code and blocked)
-        code, message = _error_of(reply)
-        if code != "draining":
-            # The daemon is up and refused the event: the policy answers, no fallback.
-            return _by_policy(event, f"the daemon refused the event: {message}", fail_closed,
-                              args.exit_code)  # fmt: skip
-        problem = message
-    if fallback == "in-process":
-        return _in_process(event, payload, args, problem, fail_closed)
-    return _by_policy(event, problem, fail_closed, args.exit_code)
-
-
-def _answer(body: bytes, blocked: bool) -> int:
-    """Print the answer; with `blocked` (a block under --exit-code), its message goes to
-    stderr and the exit code is 2, like a single hook's."""
-    sys.stdout.buffer.write(body if body.endswith(b"\n") else body + b"\n")
-    sys.stdout.flush()
-    if blocked:
-        print(_block_message(body), file=sys.stderr)
-        return 2
-    return 0
-
-
-def _error_of(reply: HttpReply) -> tuple[str, str]:
-    import json
-
-    try:
-        data = json.loads(reply.body)
-        error = data["error"]
-        return str(error["code"]), str(error["message"])
-    except (ValueError, KeyError, TypeError):
-        text = reply.body.decode(errors="replace").strip()[:200]
-        return "http-" + str(reply.status), f"HTTP {reply.status}: {text}"
-
-
-def _by_policy(event: str, problem: str, fail_closed: bool, exit_code: bool) -> int:
-    import json
-
-    if fail_closed and event in BLOCKING_EVENTS:
-        message = (
-            f"cloudrunner could not run the hooks, so this is blocked (fail-closed): {problem}"
-        )
-        answer = blocked_answer(event, message)
-        print(f"cloudrunner: {problem}; blocking (fail-closed)", file=sys.stderr)
-        return _answer(json.dumps(answer).encode(), exit_code)
-    answer = neutral_answer(event)
-    print(f"cloudrunner: {problem}; letting the event through (fail-open)", file=sys.stderr)
-    return _answer(json.dumps(answer).encode(), False)
-
-
-def _in_process(
-    event: str,
-    payload: bytes,
-    args: "HookOptions | argparse.Namespace",
-    problem: str,
-    fail_closed: bool,
-) -> int:
-    """The slow path: no daemon, so run the event here (imports the whole worker)."""
-    print(f"cloudrunner: {problem}; running the event in process", file=sys.stderr)
-    import json
-    from pathlib import Path
-
-    from cloudrunner.errors import CloudrunnerError
-    from cloudrunner.logs import configure_logging
-    from cloudrunner.settings import load_settings
-    from cloudrunner.worker import Worker
-
-    try:
-        configure_logging()
-        settings = load_settings(Path(args.config) if args.config else None)
-        with Worker(settings) as worker:
-            reply = worker.handle(payload, event)
-    except CloudrunnerError as exc:
-        return _by_policy(event, exc.message, fail_closed, args.exit_code)
-    body = json.dumps(reply.answer, ensure_ascii=False).encode()
-    return _answer(body, args.exit_code and blocks(reply.answer))
-
-
-def _usage(message: str) -> int:
-    print(f"cloudrunner: error: {message}", file=sys.stderr)
-    return 64
-
-
-# --------------------------------------------------------------------------- health
-
-
-def add_health_arguments(parser: "argparse.ArgumentParser") -> None:
-    _add_endpoint_arguments(parser)
-    parser.add_argument(
-        "--ready", action="store_true", help="check /readyz (engine and images) instead of /healthz"
-    )
-    parser.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS")
-
-
-def health_command(args: "argparse.Namespace") -> int:
-    import json
-
-    try:
-        endpoint = endpoint_from(args.socket, args.url, args.token_file)
-    except UsageError as exc:
-        return _usage(str(exc))
-    path = "/readyz" if args.ready else "/healthz"
-    try:
-        reply = request(
-            endpoint, "GET", path, timeout_s=args.timeout, connect_timeout_s=args.timeout
-        )
-    except (Unreachable, ValueError) as exc:
-        print(f"cloudrunner: unhealthy: {exc}", file=sys.stderr)
-        return 1
-    if reply.status == 200:
-        print(reply.body.decode(errors="replace").strip())
-        return 0
-    try:
-        reason = json.loads(reply.body).get("reason") or reply.body.decode(errors="replace")
-    except (ValueError, AttributeError):
-        reason = reply.body.decode(errors="replace")
-    state = "ready" if args.ready else "healthy"
-    print(f"cloudrunner: not {state} (HTTP {reply.status}): {str(reason).strip()[:300]}",
-          file=sys.stderr)  # fmt: skip
-    return 1
-
-
-# --------------------------------------------------------------------------- entry
-
-
-def main(argv: "Sequence[str]") -> int:
-    """`cloudrunner hook ...` / `cloudrunner health ...`, parsed without the full CLI."""
-    try:
-        options = fast_hook_options(argv)
-        if options is not None:
-            return hook_command(options)
-        import argparse
-
-        parser = argparse.ArgumentParser(prog="cloudrunner")
-        sub = parser.add_subparsers(dest="command", required=True)
-        add_hook_arguments(sub.add_parser("hook", help="the per-event client"))
-        add_health_arguments(sub.add_parser("health", help="check the daemon"))
-        args = parser.parse_args(argv)
-        if args.command == "hook":
-            return hook_command(args)
-        return health_command(args)
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return 0

@@ -10,7 +10,6 @@ image is never tagged.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import re
@@ -307,28 +306,3 @@ def build_all(*, force: bool = False, tag: str | None = None) -> list[BuildStep]
         return steps
     finally:
         client.close()
-
-
-def add_build_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--force", action="store_true", help="rebuild even when the build keys match"
-    )
-    parser.add_argument(
-        "--tag", metavar="NAME:TAG", type=_image_ref,
-        help="build the hook runtime only as this image (the default tags are left alone)",
-    )  # fmt: skip
-
-
-def _image_ref(value: str) -> str:
-    if not re.fullmatch(r"[a-z0-9][a-z0-9._/-]*:[\w][\w.-]{0,127}", value):
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is not an image reference of the form name:tag (lowercase name)"
-        )
-    return value
-
-
-def build_command(args: argparse.Namespace) -> int:
-    for step in build_all(force=bool(args.force), tag=args.tag):
-        state = "built" if step.built else "up to date"
-        print(f"{step.image}\t{state}\t{step.key[:12]}")
-    return 0

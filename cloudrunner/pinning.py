@@ -13,7 +13,6 @@ file. Files a script reads or imports by itself are not covered: pin what the co
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import shlex
@@ -148,31 +147,3 @@ def normalise(value: str) -> str:
             "prints (sha256: and 64 hex digits)"
         )
     return DIGEST_PREFIX + hexpart
-
-
-def add_digest_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "directory", nargs="?", type=Path, default=Path("."), metavar="DIR",
-        help="the repository whose .cursor/hooks.json is digested (default: .)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--files", action="store_true", help="also list every file the digest covers"
-    )
-
-
-def digest_command(args: argparse.Namespace) -> int:
-    from cloudrunner.sources import HOOKS_FILE_NAME, HooksFileRefused, read_hooks_bytes
-
-    root: Path = args.directory
-    if not root.is_dir():
-        raise DigestError(f"{root} is not a directory; give the repository's root")
-    path = root / ".cursor" / HOOKS_FILE_NAME
-    try:
-        data = read_hooks_bytes(path, root)
-    except FileNotFoundError:
-        raise DigestError(f"{path} does not exist: {root} has no project hooks") from None
-    except HooksFileRefused as exc:
-        raise DigestError(exc.message) from None
-    result = compute(root, data)
-    print(result.render() if args.files else result.digest)
-    return 0

@@ -436,16 +436,3 @@ def default_toml() -> str:
     ]
     values = Settings().model_dump(mode="json")
     return "\n".join(header + _commented(Settings, values, "")) + "\n"
-
-
-def config_init_command(path: Path, *, force: bool) -> int:
-    """`cloudrunner config init [FILE]`: write the commented default settings file."""
-    if path.exists() and not force:
-        raise SettingsError(f"{path} exists already; pass --force to overwrite it")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(default_toml())
-    except OSError as exc:
-        raise SettingsError(f"cannot write {path}: {exc.strerror}") from exc
-    print(f"wrote {path}")
-    return 0

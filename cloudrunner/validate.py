@@ -9,18 +9,15 @@ warning), else 0; a PATH that does not exist is a usage error (exit 2).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from cloudrunner import validate_checks, validate_policy
-from cloudrunner.errors import CloudrunnerError, ExitCode
+from cloudrunner.errors import CloudrunnerError
 from cloudrunner.image_programs import ImagePrograms
 from cloudrunner.protocol.config import HookEntry, parse_hooks_file
 from cloudrunner.protocol.diagnostics import Diagnostic, Severity, error, info, warning
@@ -28,7 +25,7 @@ from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.jsonpos import PositionIndex
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.repo_files import resolves_inside
-from cloudrunner.settings import Settings, load_settings
+from cloudrunner.settings import Settings
 from cloudrunner.sources import HOOKS_FILE_NAME, HooksFileRefused, read_hooks_bytes, skip_reason
 
 
@@ -427,57 +424,3 @@ def render_text(report: ValidationReport, out: TextIO) -> None:
         print(note.render(), file=out)
     totals = f"{report.errors} error(s), {report.warnings} warning(s)"
     print(f"{len(report.files)} file(s) checked: {totals}", file=out)
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "paths", nargs="*", type=Path, default=[Path(".")], metavar="PATH",
-        help="a repository, a .cursor (or managed hooks) directory, or a hooks file (default: .)",
-    )  # fmt: skip
-    p.add_argument(
-        "--profile", choices=[str(x) for x in Profile], default=str(Profile.CLOUD),
-        help="what would load: cloud (default) or desktop",
-    )  # fmt: skip
-    p.add_argument(
-        "--source", choices=[str(x) for x in SourceKind], default=str(SourceKind.PROJECT),
-        help="which source the files are (default: project)",
-    )  # fmt: skip
-    p.add_argument("--format", choices=["text", "json"], default="text", help="output format")
-    p.add_argument("--strict", action="store_true", help="exit 1 on warnings as well as errors")
-    p.add_argument(
-        "--image", metavar="NAME",
-        help="the image hooks run in, for the program check (default: sandbox.image of the "
-        "settings for --source)",
-    )  # fmt: skip
-    p.add_argument(
-        "--no-image-check", action="store_true",
-        help="do not look up commands' programs in the image (no Docker needed)",
-    )  # fmt: skip
-    p.add_argument(
-        "--config", type=Path, metavar="FILE",
-        help="the worker settings to judge against: the image and state dir, and the policy "
-        "(allowed sources, pinned project digests, egress); default: CLOUDRUNNER_CONFIG, else "
-        "/etc/cloudrunner/config.toml when present, else the defaults",
-    )  # fmt: skip
-
-
-def validate_command(args: argparse.Namespace) -> int:
-    programs: ImagePrograms | None = None
-    notes: list[Diagnostic] = []
-    settings = load_settings(getattr(args, "config", None))
-    if getattr(args, "no_image_check", False):
-        notes.append(info("image-check-skipped", "programs were not checked (--no-image-check)"))
-    else:
-        image = getattr(args, "image", None) or settings.sandbox.profile_for(args.source).image
-        programs, notes = image_programs_for(image, settings.state_dir)
-    report = validate_paths(
-        args.paths, profile=Profile(args.profile), source=SourceKind(args.source),
-        programs=programs, notes=notes, settings=settings,
-    )  # fmt: skip
-    if args.format == "json":
-        json.dump(report.to_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        render_text(report, sys.stdout)
-    failed = report.errors > 0 or (args.strict and report.warnings > 0)
-    return ExitCode.FINDINGS if failed else ExitCode.OK

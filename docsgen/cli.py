@@ -1,5 +1,5 @@
 """docs/reference/cli.md: every command, its arguments and its help, from the argparse
-parsers `cloudrunner` itself uses."""
+parsers `cloudrunner` itself uses (one module per command in cloudrunner/commands/)."""
 
 from __future__ import annotations
 

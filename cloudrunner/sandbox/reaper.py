@@ -23,17 +23,14 @@ Containers without these labels were not made by a sandbox and are never touched
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import socket
 from dataclasses import dataclass
-from pathlib import Path
 
 import docker
 import docker.errors
 
-from cloudrunner.docker_engine import connect
 from cloudrunner.sandbox.base import HOST_LABEL, PID_LABEL, PROCESS_START_LABEL, WORKER_LABEL
 from cloudrunner.sandbox.plan import process_start
 
@@ -136,56 +133,3 @@ def reap(
             with contextlib.suppress(docker.errors.NotFound):
                 client.api.remove_container(orphan.container_id, force=True, v=True)
     return orphans
-
-
-def add_prune_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config", type=Path, metavar="FILE", help="settings file naming this worker's id"
-    )
-    which = parser.add_mutually_exclusive_group()
-    which.add_argument(
-        "--worker",
-        metavar="ID",
-        help="that worker's containers instead of this one's; also removes them when it ran "
-        "on another host",
-    )
-    which.add_argument(
-        "--all-workers",
-        action="store_true",
-        help="the containers of every worker on this host whose process is gone",
-    )
-    parser.add_argument(
-        "--dry-run", action="store_true", help="list what would be removed, remove nothing"
-    )
-
-
-def prune_command(args: argparse.Namespace) -> int:
-    worker: str | None = args.worker
-    current: str | None = None
-    if worker is None and not args.all_workers:
-        from cloudrunner.settings import load_settings
-
-        current = load_settings(args.config).effective_worker_id
-    client = connect()
-    try:
-        orphans = reap(
-            client,
-            worker=worker,
-            current_worker=current,
-            all_workers=bool(args.all_workers),
-            dry_run=bool(args.dry_run),
-        )
-    finally:
-        client.close()
-    verb = "would remove" if args.dry_run else "removed"
-    for orphan in orphans:
-        print(f"{verb}\t{orphan.container_id}\t{orphan.name}\t{orphan.status}\t{orphan.reason}")
-    whose = (
-        f"worker {worker}"
-        if worker is not None
-        else "every worker on this host"
-        if args.all_workers
-        else f"worker {current} on this host"
-    )
-    print(f"{verb} {len(orphans)} container(s) of {whose}")
-    return 0

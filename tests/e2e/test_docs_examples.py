@@ -1,31 +1,19 @@
 """The shell examples the README and the docs mark as runnable (`<!-- example: NAME -->`
-before a ```sh block) run as they are, in order per file and name, against the demo
-repository, through real containers."""
+before a ```sh block, see tests/support/doc_examples.py) run as they are, in order per file
+and name, against the demo repository, through real containers."""
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.support.doc_examples import ROOT, examples
 from tests.support.docker_tracking import DockerTracker
 
 pytestmark = pytest.mark.docker
-
-ROOT = Path(__file__).resolve().parents[2]
-MARKED = re.compile(r"<!-- example: ([\w-]+) -->\n```sh\n(.*?)```", re.S)
-
-
-def examples() -> dict[str, str]:
-    """(file:name) -> the script of its blocks, in order."""
-    found: dict[str, list[str]] = {}
-    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
-        for name, block in MARKED.findall(page.read_text()):
-            found.setdefault(f"{page.relative_to(ROOT)}:{name}", []).append(block)
-    return {key: "\n".join(blocks) for key, blocks in found.items()}
 
 
 def test_the_readme_has_a_runnable_tour() -> None:

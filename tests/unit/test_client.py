@@ -1,4 +1,4 @@
-"""The per-event client's pure parts: flags, endpoints, policy answers, its event table."""
+"""The per-event client's transport parts: endpoints, policy answers, its event table."""
 
 from __future__ import annotations
 
@@ -31,42 +31,6 @@ def test_a_fail_closed_answer_blocks_where_the_event_can(event: str) -> None:
     field = event_spec(event).message_field()
     if event_spec(event).can_block and field:
         assert answer[field] == "the daemon is down"
-
-
-def test_fast_options_read_every_flag() -> None:
-    options = client.fast_hook_options(
-        ["hook", "stop", "--socket", "/s", "--exit-code", "--fallback=in-process",
-         "--fail-closed", "--config", "/c.toml", "--timeout", "7.5"]
-    )  # fmt: skip
-    assert options is not None
-    assert (options.event, options.socket, options.exit_code, options.fallback) == (
-        "stop", "/s", True, "in-process"
-    )  # fmt: skip
-    assert (options.fail_closed, options.config, options.timeout) == (True, "/c.toml", 7.5)
-
-
-@pytest.mark.parametrize(
-    "words",
-    [
-        ["hook"],
-        ["hook", "--help"],
-        ["hook", "stop", "--bogus"],
-        ["hook", "stop", "--socket"],
-        ["hook", "stop", "--timeout", "soon"],
-        ["hook", "stop", "--fallback", "maybe"],
-        ["hook", "stop", "--socket", "/s", "--url", "http://h:1"],
-        ["health"],
-    ],
-)
-def test_anything_unusual_goes_to_argparse_for_its_messages(words: list[str]) -> None:
-    assert client.fast_hook_options(words) is None
-
-
-def test_argparse_names_a_bad_flag(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exc:
-        client.main(["hook", "stop", "--fallback", "maybe"])
-    assert exc.value.code == 2
-    assert "invalid choice: 'maybe'" in capsys.readouterr().err
 
 
 def test_the_endpoint_comes_from_flags_then_the_environment(
@@ -102,26 +66,3 @@ def test_a_bad_url_is_a_usage_error(url: str) -> None:
 def test_a_missing_token_file_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(client.UsageError, match="cannot read the token file"):
         client.endpoint_from(None, "http://h:1", str(tmp_path / "none"))
-
-
-def test_no_daemon_is_answered_by_policy_with_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
-) -> None:
-    import io
-    import sys
-
-    monkeypatch.delenv("CLOUDRUNNER_FALLBACK", raising=False)
-    monkeypatch.delenv("CLOUDRUNNER_FAIL_CLOSED", raising=False)
-    payload = b'{"hook_event_name": "beforeSubmitPrompt", "prompt": "hi"}'
-    sock = str(tmp_path / "none.sock")
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(payload)))
-    assert client.main(["hook", "beforeSubmitPrompt", "--socket", sock]) == 0
-    out, err = capfd.readouterr()
-    assert out.strip() == '{"continue": true}'
-    assert err.count("\n") == 1 and "the socket does not exist" in err and "fail-open" in err
-
-    monkeypatch.setenv("CLOUDRUNNER_FAIL_CLOSED", "1")
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(payload)))
-    assert client.main(["hook", "beforeSubmitPrompt", "--socket", sock, "--exit-code"]) == 2
-    out, err = capfd.readouterr()
-    assert '"continue": false' in out and "fail-closed" in err

@@ -82,7 +82,7 @@ def imported(stderr: str) -> set[str]:
 
 def test_the_installed_launcher_is_ours() -> None:
     text = INSTALLED.read_text()
-    assert "from cloudrunner.client import main" in text
+    assert "from cloudrunner.commands.hook import main" in text
     assert "import re" not in text, "a generated console-script wrapper (imports re) is installed"
 
 

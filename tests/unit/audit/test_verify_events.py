@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from cloudrunner.audit import AuditWriter, RecordKind, verify_log
-from cloudrunner.audit.command import render_text
+from cloudrunner.commands.audit import render_text
 
 
 def _event(writer: AuditWriter, *, decided: bool, event: str = "stop") -> int:

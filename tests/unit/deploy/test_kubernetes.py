@@ -16,7 +16,7 @@ import yaml
 from yamllint import linter
 from yamllint.config import YamlLintConfig
 
-from cloudrunner.serve_command import ServeError, read_token
+from cloudrunner.commands.serve import ServeError, read_token
 from cloudrunner.settings import load_settings
 from tests.unit.deploy.manifests import (
     DEPLOY,

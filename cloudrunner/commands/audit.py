@@ -1,5 +1,6 @@
 """`cloudrunner audit ...`: verify (the command-line face of `verify_log`) here, and the
-reading commands (query, stats, tail, export) wired to the modules that hold them."""
+reading commands (query, stats, tail, export) wired to the modules that hold them (their
+flags and handlers live beside the readers in cloudrunner/audit/)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,15 @@ import json
 
 from cloudrunner.audit.verify import VerifyReport, verify_log
 from cloudrunner.errors import ExitCode
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("audit", help="inspect and verify the audit log")
+    asub = p.add_subparsers(dest="audit_command", required=True, metavar="COMMAND")
+    v = asub.add_parser("verify", help="check the hash chain of an audit log and its rotated files")
+    add_verify_arguments(v)
+    v.set_defaults(handler=verify_command)
+    add_reading_commands(asub)
 
 
 def add_reading_commands(asub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

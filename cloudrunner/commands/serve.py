@@ -17,8 +17,8 @@ import socket
 import sys
 from pathlib import Path
 
+from cloudrunner.commands.run import add_settings_flags, settings_from
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.run_command import add_settings_flags, settings_from
 from cloudrunner.settings import Settings
 
 #: flag -> (settings key, argparse keyword arguments), on top of run's settings flags
@@ -46,7 +46,11 @@ class ServeError(CloudrunnerError):
     """The daemon cannot start as configured."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "serve",
+        help="the long-running worker: HTTP API on a unix socket (and TCP), warm sandboxes",
+    )
     add_settings_flags(parser, SERVE_FLAGS)
     parser.set_defaults(handler=command)
 

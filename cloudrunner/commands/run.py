@@ -2,7 +2,8 @@
 
 The flag names are a contract (scripts and CI jobs depend on them); each maps to one
 settings key, so `--state-dir X`, `CLOUDRUNNER_STATE_DIR=X` and `state_dir = "X"` in the
-settings file mean the same thing, with the flag winning.
+settings file mean the same thing, with the flag winning. `serve`, `replay` and `config
+show` take the same settings flags from here.
 """
 
 from __future__ import annotations
@@ -74,7 +75,11 @@ def settings_from(args: argparse.Namespace, extra: FlagTable | None = None) -> S
     return load_settings(args.config, overrides=overrides)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "run",
+        help="answer one event in process: event JSON on stdin, merged answer on stdout",
+    )
     add_settings_flags(parser)
     parser.add_argument(
         "--event",

@@ -1,0 +1,56 @@
+"""`cloudrunner health [--ready]`: exit 0 when the daemon is healthy (or ready), else 1
+with the reason on stderr. Reached through `cloudrunner.commands.hook.main`, like `hook`,
+without the rest of the package: the standard library only."""
+
+# No `from __future__ import annotations` (see cloudrunner/commands/hook.py).
+import sys
+
+from cloudrunner.client import Unreachable, UsageError, endpoint_from, request
+from cloudrunner.commands.hook import add_endpoint_arguments, usage_error
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """`health` in the full parser, for --help and the reference: `hook.main` parses it."""
+    parser = sub.add_parser("health", help="exit 0 when the daemon is healthy (or --ready)")
+    add_health_arguments(parser)
+    parser.set_defaults(handler=health_command)
+
+
+def add_health_arguments(parser: "argparse.ArgumentParser") -> None:
+    add_endpoint_arguments(parser)
+    parser.add_argument(
+        "--ready", action="store_true", help="check /readyz (engine and images) instead of /healthz"
+    )
+    parser.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS")
+
+
+def health_command(args: "argparse.Namespace") -> int:
+    import json
+
+    try:
+        endpoint = endpoint_from(args.socket, args.url, args.token_file)
+    except UsageError as exc:
+        return usage_error(str(exc))
+    path = "/readyz" if args.ready else "/healthz"
+    try:
+        reply = request(
+            endpoint, "GET", path, timeout_s=args.timeout, connect_timeout_s=args.timeout
+        )
+    except (Unreachable, ValueError) as exc:
+        print(f"cloudrunner: unhealthy: {exc}", file=sys.stderr)
+        return 1
+    if reply.status == 200:
+        print(reply.body.decode(errors="replace").strip())
+        return 0
+    try:
+        reason = json.loads(reply.body).get("reason") or reply.body.decode(errors="replace")
+    except (ValueError, AttributeError):
+        reason = reply.body.decode(errors="replace")
+    state = "ready" if args.ready else "healthy"
+    print(f"cloudrunner: not {state} (HTTP {reply.status}): {str(reason).strip()[:300]}",
+          file=sys.stderr)  # fmt: skip
+    return 1

@@ -1,0 +1,42 @@
+"""`cloudrunner images build`: build the hook runtime images locally (the building itself
+is cloudrunner/images.py)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("images", help="build the hook runtime images locally")
+    isub = p.add_subparsers(dest="images_command", required=True, metavar="COMMAND")
+    b = isub.add_parser("build", help="build cloudrunner/base and cloudrunner/hook-runtime")
+    add_build_arguments(b)
+    b.set_defaults(handler=build_command)
+
+
+def add_build_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--force", action="store_true", help="rebuild even when the build keys match"
+    )
+    parser.add_argument(
+        "--tag", metavar="NAME:TAG", type=_image_ref,
+        help="build the hook runtime only as this image (the default tags are left alone)",
+    )  # fmt: skip
+
+
+def _image_ref(value: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._/-]*:[\w][\w.-]{0,127}", value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an image reference of the form name:tag (lowercase name)"
+        )
+    return value
+
+
+def build_command(args: argparse.Namespace) -> int:
+    from cloudrunner.images import build_all
+
+    for step in build_all(force=bool(args.force), tag=args.tag):
+        state = "built" if step.built else "up to date"
+        print(f"{step.image}\t{state}\t{step.key[:12]}")
+    return 0

@@ -1,0 +1,96 @@
+"""The shell examples the README and the docs mark as runnable: `<!-- example: NAME -->` on
+the line right before a ```sh block. A test runs them (tests/e2e/test_docs_examples.py),
+from the repository's root, against the demo repository, through real containers; a unit
+test checks that every marker is well-formed, known and collected.
+
+A name says how its blocks run:
+
+- `tour`: README.md's five-minute tour; its blocks make their own checkout of the demo
+  repository and run as one script, in order;
+- `setup`: the block of docs/getting-started.md that puts `.venv/bin` on PATH and makes a
+  checkout of the demo repository in `$work/demo`; it runs first in every `demo` script;
+- `demo`: a docs page's blocks, run in order as one script after `setup` (so they may use
+  `$work`, `$work/demo` and the state directory `$work/state`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SETUP_PAGE = "docs/getting-started.md"
+#: marker name -> the one page that may use it (None: any docs page)
+NAMES: dict[str, str | None] = {"tour": "README.md", "setup": SETUP_PAGE, "demo": None}
+
+#: a marker and the block it marks
+MARKED = re.compile(r"<!-- example: ([\w-]+) -->\n```sh\n(.*?)```", re.S)
+#: anything that looks like a marker, well-formed or not
+MARKER = re.compile(r"<!--\s*example\b.*?-->", re.S)
+#: any sh block
+SH_BLOCK = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
+
+
+@dataclass(frozen=True)
+class Block:
+    page: str  # relative to the repository's root
+    line: int  # of the marker
+    name: str
+    text: str
+
+
+def pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def _line(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def marked_blocks() -> list[Block]:
+    """Every marked block, page by page, in order."""
+    blocks = []
+    for page in pages():
+        text = page.read_text()
+        for match in MARKED.finditer(text):
+            blocks.append(
+                Block(str(page.relative_to(ROOT)), _line(text, match.start()), *match.groups())
+            )
+    return blocks
+
+
+def markers() -> list[tuple[str, int, str]]:
+    """Every marker-like comment: (page, line, the comment)."""
+    found = []
+    for page in pages():
+        text = page.read_text()
+        for match in MARKER.finditer(text):
+            found.append((str(page.relative_to(ROOT)), _line(text, match.start()), match[0]))
+    return found
+
+
+def unmarked_blocks() -> list[Block]:
+    """The sh blocks no marker marks (they cannot run here: a placeholder, a remote, ...)."""
+    marked = {(block.page, block.text) for block in marked_blocks()}
+    blocks = []
+    for page in pages():
+        text = page.read_text()
+        name = str(page.relative_to(ROOT))
+        for match in SH_BLOCK.finditer(text):
+            if (name, match[1]) not in marked:
+                blocks.append(Block(name, _line(text, match.start()), "", match[1]))
+    return blocks
+
+
+def examples() -> dict[str, str]:
+    """`page:name` -> the script its blocks make, in order (a `demo` script after `setup`)."""
+    blocks = marked_blocks()
+    setup = [block.text for block in blocks if block.name == "setup"]
+    found: dict[str, list[str]] = {}
+    for block in blocks:
+        if block.name == "setup":
+            continue
+        first = setup if block.name == "demo" else []
+        found.setdefault(f"{block.page}:{block.name}", list(first)).append(block.text)
+    return {key: "\n".join(texts) for key, texts in found.items()}

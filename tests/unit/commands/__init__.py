@@ -1,0 +1,1 @@
+"""Unit tests of the command layer, cloudrunner/commands/: one file per command module."""

@@ -136,6 +136,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="where layouts and daemon state go (default a new /tmp dir, removed after)",
     )
     parser.add_argument("--keep", action="store_true", help="keep each event's directory")
+    parser.add_argument(
+        "--client",
+        choices=("installed", "isolated"),
+        default="installed",
+        help="start the per-event client as installed (`cloudrunner hook`), or isolated as "
+        "the VM guide recommends (`python -IS <path>/cloudrunner hook`); default installed",
+    )
     args = parser.parse_args(argv)
     cache: Path = args.cache
     if not (cache / "cases.json").is_file():
@@ -171,7 +178,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError):
         missing = {}
     worker_id = os.environ.get("CLOUDRUNNER_WORKER_ID") or f"parity-{uuid.uuid4().hex[:8]}"
-    options = Options(worker_id=worker_id, runtime=args.runtime, repeat=args.repeat, keep=args.keep)
+    options = Options(
+        worker_id=worker_id,
+        runtime=args.runtime,
+        repeat=args.repeat,
+        keep=args.keep,
+        client=args.client,
+    )
     work = args.work or Path(tempfile.mkdtemp(prefix="parity-"))
     work.mkdir(parents=True, exist_ok=True)
     work.chmod(0o755)

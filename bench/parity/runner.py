@@ -25,6 +25,9 @@ class Options:
     #: timed repeats of the event (client and bare, alternating) after the compared run
     repeat: int = 5
     keep: bool = False
+    #: how the client is started: "installed" (the `cloudrunner` command as pip installed
+    #: it) or "isolated" (`python -IS <that file>`, the form the VM guide recommends)
+    client: str = "installed"
 
 
 def payload_bytes(event: Event, root: Path) -> bytes:
@@ -107,7 +110,9 @@ def _run(
     # (b) through cloudrunner serve + cloudrunner hook
     root_c, home_c = _fresh(repo, tree, base, "cloudrunner", event)
     payload = payload_bytes(event, root_c)
-    daemon = through.Daemon(base / "daemon", options.worker_id, options.runtime, options.profile)
+    daemon = through.Daemon(
+        base / "daemon", options.worker_id, options.runtime, options.profile, client=options.client
+    )
     with daemon:
         call = daemon.send(event.event, payload)
         records = daemon.records(str(event.payload.get("generation_id") or ""))

@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,8 @@ class Daemon:
     worker_id: str
     runtime: str
     profile: str = "cloud"
+    #: "installed" (the command as installed) or "isolated" (`python -IS` that file)
+    client: str = "installed"
     proc: subprocess.Popen[bytes] | None = None
     log: list[str] = field(default_factory=list)
 
@@ -141,9 +144,12 @@ class Daemon:
         """One `cloudrunner hook EVENT` process; its wall time includes its start-up."""
         keep = {k: v for k, v in os.environ.items() if not k.startswith("CLOUDRUNNER_")}
         env = {**keep, "CLOUDRUNNER_SOCKET": str(self.socket)}
+        command = cloudrunner_command()
+        if self.client == "isolated" and len(command) == 1:
+            command = [sys.executable, "-IS", command[0]]
         start = time.perf_counter()
         proc = subprocess.run(
-            [*cloudrunner_command(), "hook", event],
+            [*command, "hook", event],
             input=payload,
             env=env,
             capture_output=True,

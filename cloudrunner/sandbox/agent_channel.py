@@ -5,11 +5,12 @@ and containerd-shim (about 0.5 ms and 0.36 ms of their CPU per hook). Instead, p
 container, the worker makes a private directory (owned by root, mode 0700) holding a
 listening socket (mode 0600), and bind-mounts the directory read-only at `CONTAINER_DIR`;
 the agent, told the socket's path and a one-time token in its environment, connects and
-says hello there (connect() works on a socket in a read-only mount). The host accepts one
-connection only, from the container's own init process (its pid as the kernel reports the
-peer, where the worker can see it) presenting the token; then it closes the listener and
-unlinks the socket, so nothing can connect any more, and speaks the unchanged `framing`
-protocol on the accepted connection.
+says hello there (connect() works on a socket in a read-only mount). The host adopts one
+connection only: one whose first frame is a hello with the token, from the init process of
+a pid namespace other than the worker's (the peer's pid as the kernel recorded it, where
+the worker can see it; `peer_problem`). Then it closes the listener and unlinks the
+socket, so nothing can connect any more, and speaks the unchanged `framing` protocol on
+the accepted connection. Any other connection is closed, noted and the wait goes on.
 
 Who can reach it before then: on the host, root only (the directories are root's, 0700).
 In the container, only the agent: a hook runs as an unprivileged uid with no capabilities,
@@ -166,6 +167,30 @@ def check_hello(frame: framing.Frame, token: str) -> str:
     presented = frame.meta.get("token")
     if not isinstance(presented, str) or not secrets.compare_digest(presented, token):
         return "its hello does not carry the channel's token"
+    return ""
+
+
+def peer_problem(pid: int) -> str:
+    """Why the peer process `pid` (as the kernel reported it at connect(); 0 when it is in
+    a pid namespace this process cannot see) cannot be a container's agent, or "".
+
+    The agent is the init process (pid 1) of its container's own pid namespace, nested in
+    the one this process sees: its `NSpid` (pids from this /proc's namespace inwards) has
+    more than one entry and ends in 1. That holds however the worker and the engine see
+    pids (the engine's `State.Pid` is in its own namespace, which need not be the
+    worker's), and needs no access to the process beyond its world-readable status.
+    """
+    if pid == 0:
+        return ""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text(encoding="ascii", errors="replace")
+    except OSError as exc:
+        return f"its process {pid} cannot be read ({exc.strerror or exc})"
+    nspid = next((ln.split()[1:] for ln in status.splitlines() if ln.startswith("NSpid:")), None)
+    if nspid is None:
+        return ""  # a kernel without NSpid (before 4.1): the token decides
+    if len(nspid) < 2 or nspid[-1] != "1":
+        return f"its process {pid} is not the init process of a container's pid namespace"
     return ""
 
 

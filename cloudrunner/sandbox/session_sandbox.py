@@ -112,6 +112,8 @@ class _AgentContainer:
         self._raw: socket.socket = self._attach
         self.channel = "attach"
         self.listener = listener
+        #: how the adopted connection's peer was checked (besides its token)
+        self.peer = ""
         self._max_body = max_body
         self._decoder = framing.FrameDecoder(max_body=max_body)
         self._demux = StreamDemux()
@@ -197,6 +199,9 @@ class _AgentContainer:
             if self.listener is not None:
                 watched.append(self.listener)
             ready, _, _ = select.select(watched, [], [], left)
+            if self._wake_r in ready:
+                with contextlib.suppress(OSError):
+                    self._wake_r.recv(4096)
             if self.listener is not None and self.listener in ready:
                 problem = self._take_connection(deadline)
                 if problem:
@@ -224,19 +229,24 @@ class _AgentContainer:
         if problem or decoder is None:
             conn.close()
             return f"{who} was refused: {problem}"
+        self.peer = (
+            f"token and pid {pid} (init of its own pid namespace)"
+            if pid
+            else "token (its pid is not visible to the worker)"
+        )
         self._adopt(conn, decoder, frames)
         return ""
 
     def _hello_of(
         self, conn: socket.socket, pid: int, deadline: float
     ) -> tuple[str, framing.FrameDecoder | None, list[framing.Frame]]:
-        """The first frames of a connection when it is the agent's (its peer is the
-        container's init process, as far as this process can see, and its first frame is
-        a hello with the token), else why it is not."""
+        """The first frames of a connection when it is the agent's (its peer is a pid
+        namespace's init, as far as this process can see, and its first frame is a hello
+        with the token), else why it is not."""
         assert self.listener is not None
-        init_pid = self._init_pid()
-        if pid and init_pid and pid != init_pid:
-            return f"it is not the container's agent (pid {init_pid})", None, []
+        problem = agent_channel.peer_problem(pid)
+        if problem:
+            return problem, None, []
         decoder = framing.FrameDecoder(max_body=self._max_body)
         wait_until = min(deadline, time.monotonic() + _HELLO_WAIT_S)
         frames: list[framing.Frame] = []
@@ -251,14 +261,6 @@ class _AgentContainer:
             frames = decoder.feed(data)
         problem = agent_channel.check_hello(frames[0], self.listener.token)
         return problem, (None if problem else decoder), frames
-
-    def _init_pid(self) -> int:
-        """The container's init process (the agent) as the engine reports it; 0 unknown."""
-        with contextlib.suppress(Exception):
-            state = self.client.api.inspect_container(self.cid).get("State") or {}
-            pid = state.get("Pid")
-            return pid if isinstance(pid, int) else 0
-        return 0
 
     def _adopt(
         self, conn: socket.socket, decoder: framing.FrameDecoder, frames: list[framing.Frame]
@@ -695,7 +697,7 @@ class SessionSandbox(PreparedSandbox):
     def _channel_attestation(self, container: _AgentContainer, reason: str) -> dict[str, Any]:
         """Which channel the container's requests take, and why not the socket."""
         if container.channel == "socket":
-            return {"channel": "socket"}
+            return {"channel": "socket", "channel_peer": container.peer}
         if container.listener is not None:
             container.listener.remove()  # the agent did not connect: nothing else may
         hello = container.hello or {}

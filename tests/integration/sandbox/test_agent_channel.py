@@ -140,6 +140,7 @@ def test_hooks_run_over_the_socket_under_runc_and_the_attach_stream_under_runsc(
     else:
         assert result.attestation["channel"] == "socket"
         assert "channel_reason" not in result.attestation
+        assert "(init of its own pid namespace)" in result.attestation["channel_peer"]
         mounted = {m["target"]: m for m in result.attestation["mounts"]}
         assert mounted[agent_channel.CONTAINER_DIR]["mode"] == "ro"
         directory = channel_of(docker_client, sandbox)

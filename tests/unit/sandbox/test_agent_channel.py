@@ -281,3 +281,9 @@ def _processes_of(uid: int, name: str) -> list[int]:
         if owner == uid and comm == name and state != "Z":
             found.append(int(entry))
     return found
+
+
+def test_only_the_init_of_another_pid_namespace_can_be_an_agent() -> None:
+    assert "not the init process" in agent_channel.peer_problem(os.getpid())
+    assert "not the init process" in agent_channel.peer_problem(1)  # ours, not a container's
+    assert agent_channel.peer_problem(0) == ""  # not visible here: the token decides

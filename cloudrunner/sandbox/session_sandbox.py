@@ -21,6 +21,7 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -281,21 +282,7 @@ class _AgentContainer:
 
     def _read_attach(self) -> None:
         try:
-            while True:
-                data = self._attach.recv(65536)
-                if not data:
-                    break
-                for stream, payload in self._demux.feed(data):
-                    if stream == STDOUT:
-                        if self.channel == "attach":
-                            for frame in self._decoder.feed(payload):
-                                self._dispatch(frame)
-                    elif stream == STDERR:
-                        self._stderr_tail = (self._stderr_tail + payload)[-_STDERR_TAIL:]
-        except framing.FramingError as exc:
-            self.fail(f"the session agent sent an unreadable frame ({exc}); it is replaced")
-        except OSError:
-            pass
+            self._pump(self._attach, self._attach_data)
         finally:
             self.attach_done.set()
             if self.channel == "attach":
@@ -303,20 +290,34 @@ class _AgentContainer:
             else:
                 self._wake()
 
+    def _attach_data(self, data: bytes) -> None:
+        for stream, payload in self._demux.feed(data):
+            if stream == STDOUT:
+                if self.channel == "attach":
+                    self._frames(payload)
+            elif stream == STDERR:
+                self._stderr_tail = (self._stderr_tail + payload)[-_STDERR_TAIL:]
+
     def _read_socket(self) -> None:
         try:
-            while True:
-                data = self._raw.recv(65536)
-                if not data:
-                    break
-                for frame in self._decoder.feed(data):
-                    self._dispatch(frame)
+            self._pump(self._raw, self._frames)
+        finally:
+            self._ended()
+
+    def _frames(self, data: bytes) -> None:
+        for frame in self._decoder.feed(data):
+            self._dispatch(frame)
+
+    def _pump(self, source: socket.socket, handle: Callable[[bytes], None]) -> None:
+        """Hand what `source` receives to `handle` until it closes; a broken frame fails
+        this container."""
+        try:
+            while data := source.recv(65536):
+                handle(data)
         except framing.FramingError as exc:
             self.fail(f"the session agent sent an unreadable frame ({exc}); it is replaced")
         except OSError:
             pass
-        finally:
-            self._ended()
 
     def _dispatch(self, frame: framing.Frame) -> None:
         op = frame.meta.get("op")

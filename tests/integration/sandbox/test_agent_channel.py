@@ -12,7 +12,6 @@ import shutil
 import socket
 import stat
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,9 +23,6 @@ from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.sandbox import (
     ExecRequest,
     ExecResult,
-    SandboxLabels,
-    SandboxProfile,
-    SandboxSpec,
     SessionSandbox,
     agent_channel,
     agent_files,
@@ -34,6 +30,7 @@ from cloudrunner.sandbox import (
     plan,
     reaper,
 )
+from tests.integration.sandbox.conftest import SandboxFactory
 from tests.integration.sandbox.test_hostile_hooks import next_hook_runs
 from tests.support.docker_tracking import DockerTracker
 
@@ -70,15 +67,8 @@ def state_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture
-def make_session(
-    docker_client: docker.DockerClient,
-    docker_tracker: DockerTracker,
-    workspace: Path,
-    runtime_image: str,
-    state_dir: Path,
-) -> Iterator[Factory]:
+def make_session(make_sandbox: SandboxFactory, state_dir: Path) -> Factory:
     """Session sandboxes whose agent files are staged in a state directory, as a worker's."""
-    opened: list[SessionSandbox] = []
 
     def make(
         runtime: str = "runc",
@@ -87,26 +77,21 @@ def make_session(
         start_timeout_s: float = 60.0,
         **profile: object,
     ) -> SessionSandbox:
-        spec = SandboxSpec(
-            workspace,
-            SandboxLabels(docker_tracker.worker_id, f"s-{uuid.uuid4().hex[:8]}", "project"),
-            SandboxProfile.model_validate(
-                {"image": runtime_image, "runtime": runtime, "isolation": "session", **profile}
-            ),
-            agent_dir=agent_files.stage(state_dir),
-        )
         kind: type[SessionSandbox] = SessionSandbox
         if change is not None:
             kind = type("ChangedSession", (_Changed,), {"change": staticmethod(change)})
-        sandbox = kind(spec, docker_client, start_timeout_s=start_timeout_s)
-        opened.append(sandbox)
+        sandbox = make_sandbox(
+            "session",
+            runtime,
+            agent_dir=agent_files.stage(state_dir),
+            start_timeout_s=start_timeout_s,
+            session_class=kind,
+            **profile,
+        )
+        assert isinstance(sandbox, SessionSandbox)
         return sandbox
 
-    try:
-        yield make
-    finally:
-        for sandbox in opened:
-            sandbox.close()
+    return make
 
 
 def channel_dirs(state_dir: Path) -> list[Path]:

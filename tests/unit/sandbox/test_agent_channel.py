@@ -7,14 +7,13 @@ import os
 import socket
 import stat
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cloudrunner.sandbox import agent_channel, agent_files, framing
-from tests.unit.sandbox.test_agent import HOOK_UID, agent_root
+from tests.unit.sandbox.test_agent import HOOK_UID, agent_command, agent_root
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the channel needs a root worker")
 
@@ -156,17 +155,8 @@ def test_only_a_hello_with_the_token_is_the_agent_s(meta: dict[str, str], proble
 
 
 def start_agent(tmp: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    root = agent_root(tmp)
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-I",
-            "-S",
-            "-B",
-            "-c",
-            f"import sys; sys.path.insert(0, {str(root)!r}); "
-            "from cloudrunner.sandbox.agent import main; raise SystemExit(main())",
-        ],
+        agent_command(agent_root(tmp)),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -1,8 +1,14 @@
 """The session agent: runs inside a warm container, standard library only.
 
 Started as the container's PID 1 (so orphaned hook processes are re-parented to it and can
-be found and killed) with the container's stdin/stdout as its framed channel to the host
-(see `framing`). For every "run" request it starts `/bin/sh -c COMMAND`:
+be found and killed). Its framed channel to the host (see `framing`) is the unix socket its
+environment names (`framing.CHANNEL_SOCKET_ENV`, in a root-only directory the host made
+and mounted read-only; see the host's `agent_channel`): it connects, and its hello carries
+the token of `framing.CHANNEL_TOKEN_ENV`. Both variables are taken out of its environment
+first, so no hook inherits them. Without them, or when the connect fails (its hello then
+says why), the channel is the container's stdin/stdout, attached through the engine.
+Either way, the channel closing means the host is gone: the agent kills its hooks and
+exits. For every "run" request it starts `/bin/sh -c COMMAND`:
 
 - in its own session and process group (so the whole hook can be killed at once),
 - with the request's stdin/stdout/stderr pipes and per-process rlimits,
@@ -59,6 +65,7 @@ import pwd
 import resource
 import select
 import signal
+import socket
 import sys
 import time
 from typing import Any
@@ -142,8 +149,17 @@ class Job:
 
 
 class Agent:
-    def __init__(self, in_fd: int = 0, out_fd: int = 1, *, spawn: bool = True) -> None:
+    def __init__(
+        self,
+        in_fd: int = 0,
+        out_fd: int = 1,
+        *,
+        spawn: bool = True,
+        hello: dict[str, Any] | None = None,
+    ) -> None:
         self.in_fd = in_fd
+        #: what the hello says about the channel (see `main`)
+        self.hello_extra = dict(hello or {})
         self.out_fd = out_fd
         self.decoder = framing.FrameDecoder()
         self.poller = select.poll()
@@ -199,6 +215,7 @@ class Agent:
                 "python": sys.version.split()[0],
                 "oom_counter": read_oom_kills() is not None,
                 "status": _own_status(),
+                **self.hello_extra,
             }
         )
         while self.stdin_open or self.jobs:
@@ -232,6 +249,8 @@ class Agent:
             data = os.read(self.in_fd, _READ_CHUNK)
         except BlockingIOError:
             return
+        except OSError:
+            data = b""  # a reset socket: closed as well
         if not data:
             # The host closed the channel (it is gone or closing us): nothing may outlive it.
             self.stdin_open = False
@@ -713,10 +732,34 @@ def main(spawn: bool = True) -> int:
     would let a hook's `kill -9 -1` end the agent."""
     if os.getpid() != 1:
         _log("warning: not PID 1; processes that escape a hook's group may be missed")
+    channel, hello = connect_channel(os.environ)
+    fd_in, fd_out = (0, 1) if channel is None else (channel.fileno(), channel.fileno())
     try:
-        return Agent(spawn=spawn).serve()
-    except BrokenPipeError:
+        return Agent(fd_in, fd_out, spawn=spawn, hello=hello).serve()
+    except ConnectionError:
         return 0  # the host went away
+    finally:
+        if channel is not None:
+            channel.close()
+
+
+def connect_channel(environ: Any) -> tuple[socket.socket | None, dict[str, Any]]:
+    """The unix socket the environment names, connected (None: use stdin/stdout), and what
+    the hello says about it. Takes both variables out of `environ` (hooks never see them)."""
+    path = environ.pop(framing.CHANNEL_SOCKET_ENV, "")
+    token = environ.pop(framing.CHANNEL_TOKEN_ENV, "")
+    if not path:
+        return None, {"channel": "attach"}
+    # Not inherited by hooks: Python makes its sockets close-on-exec.
+    channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        channel.connect(path)
+    except OSError as exc:
+        channel.close()
+        reason = f"cannot connect to {path}: {exc.strerror or exc}"
+        _log(f"{reason}; answering on stdout")
+        return None, {"channel": "attach", "channel_error": reason}
+    return channel, {"channel": "socket", "token": token}
 
 
 if __name__ == "__main__":

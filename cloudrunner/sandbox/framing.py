@@ -30,6 +30,11 @@ OP_RUN = "run"
 OP_HELLO = "hello"
 OP_RESULT = "result"
 
+#: the agent's environment names its channel's unix socket (in the container) and the
+#: token it presents in its hello there; without them the channel is stdin/stdout
+CHANNEL_SOCKET_ENV = "CLOUDRUNNER_AGENT_SOCKET"
+CHANNEL_TOKEN_ENV = "CLOUDRUNNER_AGENT_TOKEN"
+
 
 class FramingError(ValueError):
     """The byte stream is not a valid frame sequence: the peer is broken or hostile."""

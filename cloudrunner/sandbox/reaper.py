@@ -18,7 +18,9 @@ Whose containers may be removed:
 - `prune --all-workers`: every gone worker's on this host (the old, host-wide sweep, only
   when asked for).
 
-Containers without these labels were not made by a sandbox and are never touched.
+Containers without these labels were not made by a sandbox and are never touched. A
+removed session container's channel directory (`agent_channel`: the private directory its
+agent's socket was in, found from its mounts) goes with it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 import docker
 import docker.errors
 
+from cloudrunner.sandbox import agent_channel
 from cloudrunner.sandbox.base import HOST_LABEL, PID_LABEL, PROCESS_START_LABEL, WORKER_LABEL
 from cloudrunner.sandbox.plan import process_start
 
@@ -130,6 +133,15 @@ def reap(
     )
     if not dry_run:
         for orphan in orphans:
-            with contextlib.suppress(docker.errors.NotFound):
-                client.api.remove_container(orphan.container_id, force=True, v=True)
+            remove_container(client, orphan.container_id)
     return orphans
+
+
+def remove_container(client: docker.DockerClient, container_id: str) -> None:
+    """Remove a sandbox container and, for a session container, its channel directory."""
+    channel = None
+    with contextlib.suppress(docker.errors.NotFound):
+        channel = agent_channel.directory_of(client.api.inspect_container(container_id))
+        client.api.remove_container(container_id, force=True, v=True)
+    if channel is not None:
+        agent_channel.remove_directory(channel)

@@ -1,20 +1,27 @@
 """`session` isolation: one warm container running the agent, many hook runs.
 
-The container's attached stdin/stdout carry the framed protocol (`framing`); one reader
-thread per container demultiplexes results to the waiting `run()` calls, so any number of
-threads may run hooks at once. A container whose agent dies, or does not answer within
-the request's timeout plus a grace period (wedged), is killed and removed; the hooks in
-flight get sandbox_error (or oom, when the memory limit killed the container), and the
-next run starts a new container.
+The framed protocol (`framing`) runs over a unix socket the agent connects to
+(`agent_channel`: a root-only directory mounted read-only, one connection from the
+container's init process with the token, then the listener is gone), so no engine process
+sits on a hook's path. Where that cannot work (gVisor, a worker that is not root, an agent
+that cannot connect) the container's attached stdin/stdout carry it, and the attestation's
+`channel` says which and why. The attach stream stays open in either case for the agent's
+stderr. One reader thread per container demultiplexes results to the waiting `run()` calls,
+so any number of threads may run hooks at once. A container whose agent dies, or does not
+answer within the request's timeout plus a grace period (wedged), is killed and removed; the
+hooks in flight get sandbox_error (or oom, when the memory limit killed the container), and
+the next run starts a new container.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import select
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +30,7 @@ import docker.errors
 
 from cloudrunner.docker_engine import EngineUnavailable
 from cloudrunner.protocol.outcomes import Outcome
-from cloudrunner.sandbox import engine, framing, hardening, plan
+from cloudrunner.sandbox import agent_channel, engine, framing, hardening, plan
 from cloudrunner.sandbox.base import ExecRequest, ExecResult, SandboxSpec
 from cloudrunner.sandbox.diagnostics import note
 from cloudrunner.sandbox.docker_stream import STDERR, STDOUT, StreamDemux
@@ -58,6 +65,10 @@ _OUTCOMES = {
     "spawn_error": Outcome.SANDBOX_ERROR,
 }
 _STDERR_TAIL = 4096
+#: how long a connected peer has to send its hello before it is dropped
+_HELLO_WAIT_S = 10.0
+#: how long the end of a container waits for the rest of its stderr (socket channel)
+_STDERR_DRAIN_S = 2.0
 
 
 class AgentUnavailable(Exception):
@@ -77,7 +88,12 @@ class _Pending:
 
 
 class _AgentContainer:
-    """One generation of the session's container and its channel."""
+    """One generation of the session's container and its channel.
+
+    The attach stream is read for the agent's stderr always, and for frames until the
+    channel is known: the socket (`adopt`) or, when the agent answers on stdout, the
+    attach stream itself.
+    """
 
     def __init__(
         self,
@@ -86,12 +102,20 @@ class _AgentContainer:
         sock: Any,
         max_body: int,
         attestation: dict[str, Any],
+        listener: agent_channel.Listener | None,
     ) -> None:
         self.client = client
         self.cid = cid
         self.short_id = cid[:12]
         self._sock = sock
-        self._raw: socket.socket = sock._sock
+        self._attach: socket.socket = sock._sock
+        #: where requests go: the attach stream until a socket is adopted
+        self._raw: socket.socket = self._attach
+        self.channel = "attach"
+        self.listener = listener
+        #: how the adopted connection's peer was checked (besides its token)
+        self.peer = ""
+        self._max_body = max_body
         self._decoder = framing.FrameDecoder(max_body=max_body)
         self._demux = StreamDemux()
         self._lock = threading.Lock()
@@ -104,10 +128,14 @@ class _AgentContainer:
         #: the container's exit code, once the channel closed and the engine told it
         self.exit_code: int | None = None
         self.gone = threading.Event()
+        self._ending = False
+        self.attach_done = threading.Event()
+        #: written to when the hello came, or the container ended: wakes `wait_for_agent`
+        self._wake_r, self._wake_w = socket.socketpair()
         self.attestation = attestation
         self._stderr_tail = b""
         self._reader = threading.Thread(
-            target=self._read_loop, name=f"cloudrunner-agent-{self.short_id}", daemon=True
+            target=self._read_attach, name=f"cloudrunner-agent-{self.short_id}", daemon=True
         )
 
     def start_reading(self) -> None:
@@ -150,31 +178,154 @@ class _AgentContainer:
             p.failure = (outcome, reason)
             p.done.set()
         self.hello_seen.set()
+        self._wake()
 
-    def _read_loop(self) -> None:
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+
+    # -- the channel -----------------------------------------------------------
+
+    def wait_for_agent(self, timeout: float) -> str:
+        """Until the agent said hello (on the socket or on stdout), the container ended or
+        `timeout` passed. Connections that are not the agent's are dropped, and the
+        returned text says why (for the error when no hello came)."""
+        deadline = time.monotonic() + timeout
+        refused = ""
+        while not self.hello_seen.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            watched: list[Any] = [self._wake_r]
+            if self.listener is not None:
+                watched.append(self.listener)
+            ready, _, _ = select.select(watched, [], [], left)
+            if self._wake_r in ready:
+                with contextlib.suppress(OSError):
+                    self._wake_r.recv(4096)
+            if self.listener is not None and self.listener in ready:
+                problem = self._take_connection(deadline)
+                if problem:
+                    refused = problem
+                    note(
+                        "warning",
+                        "sandbox.channel_peer_refused",
+                        container=self.short_id,
+                        problem=problem,
+                    )
+        return refused
+
+    def _take_connection(self, deadline: float) -> str:
+        """Accept one connection; adopt it when it is the agent's, else say why not."""
+        assert self.listener is not None
         try:
-            while True:
-                data = self._raw.recv(65536)
-                if not data:
-                    break
-                for stream, payload in self._demux.feed(data):
-                    if stream == STDOUT:
-                        for frame in self._decoder.feed(payload):
-                            self._dispatch(frame)
-                    elif stream == STDERR:
-                        self._stderr_tail = (self._stderr_tail + payload)[-_STDERR_TAIL:]
+            conn, pid, uid = self.listener.accept()
+        except OSError as exc:
+            return f"accepting a connection failed: {exc}"
+        who = f"a connection from pid {pid} (uid {uid})"
+        try:
+            problem, decoder, frames = self._hello_of(conn, pid, deadline)
+        except (OSError, framing.FramingError) as exc:
+            problem, decoder, frames = f"{exc}", None, []
+        if problem or decoder is None:
+            conn.close()
+            return f"{who} was refused: {problem}"
+        self.peer = (
+            f"token and pid {pid} (init of its own pid namespace)"
+            if pid
+            else "token (its pid is not visible to the worker)"
+        )
+        self._adopt(conn, decoder, frames)
+        return ""
+
+    def _hello_of(
+        self, conn: socket.socket, pid: int, deadline: float
+    ) -> tuple[str, framing.FrameDecoder | None, list[framing.Frame]]:
+        """The first frames of a connection when it is the agent's (its peer is a pid
+        namespace's init, as far as this process can see, and its first frame is a hello
+        with the token), else why it is not."""
+        assert self.listener is not None
+        problem = agent_channel.peer_problem(pid)
+        if problem:
+            return problem, None, []
+        decoder = framing.FrameDecoder(max_body=self._max_body)
+        wait_until = min(deadline, time.monotonic() + _HELLO_WAIT_S)
+        frames: list[framing.Frame] = []
+        while not frames:
+            left = wait_until - time.monotonic()
+            if left <= 0:
+                return "it sent no hello in time", None, []
+            conn.settimeout(left)
+            data = conn.recv(65536)
+            if not data:
+                return "it closed before its hello", None, []
+            frames = decoder.feed(data)
+        problem = agent_channel.check_hello(frames[0], self.listener.token)
+        return problem, (None if problem else decoder), frames
+
+    def _adopt(
+        self, conn: socket.socket, decoder: framing.FrameDecoder, frames: list[framing.Frame]
+    ) -> None:
+        """From now on requests and answers go over `conn`; nothing else can connect."""
+        assert self.listener is not None
+        self.listener.stop()
+        conn.settimeout(None)
+        with self._lock:
+            self._raw = conn
+            self._decoder = decoder
+            self.channel = "socket"
+        threading.Thread(
+            target=self._read_socket, name=f"cloudrunner-agent-{self.short_id}-ch", daemon=True
+        ).start()
+        for frame in frames:
+            self._dispatch(frame)
+
+    def _read_attach(self) -> None:
+        try:
+            self._pump(self._attach, self._attach_data)
+        finally:
+            self.attach_done.set()
+            if self.channel == "attach":
+                self._ended()
+            else:
+                self._wake()
+
+    def _attach_data(self, data: bytes) -> None:
+        for stream, payload in self._demux.feed(data):
+            if stream == STDOUT:
+                if self.channel == "attach":
+                    self._frames(payload)
+            elif stream == STDERR:
+                self._stderr_tail = (self._stderr_tail + payload)[-_STDERR_TAIL:]
+
+    def _read_socket(self) -> None:
+        try:
+            self._pump(self._raw, self._frames)
+        finally:
+            self._ended()
+
+    def _frames(self, data: bytes) -> None:
+        for frame in self._decoder.feed(data):
+            self._dispatch(frame)
+
+    def _pump(self, source: socket.socket, handle: Callable[[bytes], None]) -> None:
+        """Hand what `source` receives to `handle` until it closes; a broken frame fails
+        this container."""
+        try:
+            while data := source.recv(65536):
+                handle(data)
         except framing.FramingError as exc:
             self.fail(f"the session agent sent an unreadable frame ({exc}); it is replaced")
         except OSError:
             pass
-        finally:
-            self._ended()
 
     def _dispatch(self, frame: framing.Frame) -> None:
         op = frame.meta.get("op")
         if op == framing.OP_HELLO:
-            self.hello = frame.meta
+            if self.hello is None:
+                self.hello = frame.meta
             self.hello_seen.set()
+            self._wake()
             return
         if op == framing.OP_RESULT:
             with self._lock:
@@ -185,12 +336,18 @@ class _AgentContainer:
 
     def _ended(self) -> None:
         """The channel closed: the agent or its container is gone."""
+        with self._lock:
+            if self._ending:
+                return
+            self._ending = True
         outcome, reason = Outcome.SANDBOX_ERROR, self.dead
         if reason is None:
             state: dict[str, Any] = {}
             with contextlib.suppress(Exception):
                 self.client.api.wait(self.cid, timeout=10)
                 state = self.client.api.inspect_container(self.cid).get("State") or {}
+            # On the socket channel the agent's last words still come down the attach stream.
+            self.attach_done.wait(_STDERR_DRAIN_S)
             code = state.get("ExitCode")
             self.exit_code = code if isinstance(code, int) else None
             if state.get("OOMKilled"):
@@ -209,13 +366,15 @@ class _AgentContainer:
                 )
         self.fail(reason, outcome)
         self.gone.set()
+        self._wake()
 
     def shut(self) -> None:
         """Close the channel (the agent then kills its hooks and exits) and remove."""
-        with contextlib.suppress(OSError):
-            self._raw.shutdown(socket.SHUT_RDWR)
-        with contextlib.suppress(OSError):
-            self._raw.close()
+        for raw in {self._raw, self._attach}:
+            with contextlib.suppress(OSError):
+                raw.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                raw.close()
         with contextlib.suppress(OSError):
             self._sock.close()
         try:
@@ -224,6 +383,11 @@ class _AgentContainer:
             pass
         except Exception as exc:  # the reaper removes it later
             note("warning", "sandbox.remove_failed", container=self.short_id, error=str(exc)[:200])
+        if self.listener is not None:
+            self.listener.remove()
+        for end in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                end.close()
 
 
 class SessionSandbox(PreparedSandbox):
@@ -404,18 +568,19 @@ class SessionSandbox(PreparedSandbox):
         )
         container.shut()
 
-    def _plan(self) -> plan.ContainerPlan:
+    def _plan(self, listener: agent_channel.Listener | None = None) -> plan.ContainerPlan:
         self._generation += 1
         profile = self.spec.profile
+        channel_mounts = (listener.mount(),) if listener is not None else ()
         return plan.ContainerPlan(
             image=profile.image,
             runtime=profile.runtime,
             user="0:0",
             command=agent_argv(profile.runtime),
             entrypoint=["python3"],
-            env={},
+            env=listener.env() if listener is not None else {},
             working_dir="/",
-            mounts=self._mounts + plan.agent_mounts(self.spec.agent_dir),
+            mounts=self._mounts + plan.agent_mounts(self.spec.agent_dir) + channel_mounts,
             limits=profile.limits,
             network=profile.network,
             labels=plan.sandbox_labels(self.spec, "session"),
@@ -424,18 +589,37 @@ class SessionSandbox(PreparedSandbox):
             hook_user=f"{self._uid}:{self._gid}",
         )
 
+    def _listen(self) -> tuple[agent_channel.Listener | None, str]:
+        """The next container's socket channel, or None and why the attach stream is kept."""
+        runtime = self.spec.profile.runtime
+        if runtime in agent_channel.REFUSING_RUNTIMES:
+            return None, agent_channel.REFUSING_RUNTIMES[runtime]
+        try:
+            root = agent_channel.channel_root(self.spec.agent_dir)
+            return agent_channel.Listener.open(root, self._id), ""
+        except agent_channel.ChannelUnavailable as exc:
+            return None, exc.reason
+
     def _start(self) -> _AgentContainer:
         profile = self.spec.profile
-        container_plan = self._plan()
+        listener, channel_reason = self._listen()
+        container_plan = self._plan(listener)
 
         def explain(exc: BaseException) -> str:
             return engine.describe(
                 exc, image=profile.image, runtime=profile.runtime, network=profile.network
             )
 
+        def discard(client: docker.DockerClient | None, cid: str) -> None:
+            if client is not None and cid:
+                _remove_quietly(client, cid)
+            if listener is not None:
+                listener.remove()
+
         try:
             client = self._link.client()
         except EngineUnavailable as exc:
+            discard(None, "")
             raise AgentUnavailable(exc.message) from exc
         cid = ""
         try:
@@ -450,7 +634,7 @@ class SessionSandbox(PreparedSandbox):
             _, attested, sock = hardening.create_attached(client, container_plan, created)
             attestation: dict[str, Any] = {"isolation": "session", **attested}
             max_body = profile.limits.stdout_cap + profile.limits.stderr_cap
-            container = _AgentContainer(client, cid, sock, max_body, attestation)
+            container = _AgentContainer(client, cid, sock, max_body, attestation, listener)
             container.start_reading()
             try:
                 client.api.start(cid)
@@ -465,19 +649,17 @@ class SessionSandbox(PreparedSandbox):
                 raise AgentUnavailable(explain(exc)) from exc
         except hardening.HardeningNotInForce as exc:
             note("error", "sandbox.hardening_refused", sandbox=self._id, problem=exc.message)
-            if cid:
-                _remove_quietly(client, cid)
+            discard(client, cid)
             raise AgentUnavailable(exc.message) from exc
         except AgentUnavailable:
-            if cid:
-                _remove_quietly(client, cid)
+            discard(client, cid)
             raise
         except Exception as exc:
-            if cid:
-                _remove_quietly(client, cid)
+            discard(client, cid)
             raise AgentUnavailable(explain(exc)) from exc
 
-        if not container.hello_seen.wait(self._start_timeout) or container.hello is None:
+        refused = container.wait_for_agent(self._start_timeout)
+        if container.hello is None:
             ended = container.gone.is_set() or container.dead is not None
             container.fail("the session agent did not start")
             container.gone.wait(5)
@@ -494,7 +676,9 @@ class SessionSandbox(PreparedSandbox):
                 )
             raise AgentUnavailable(
                 "the session agent did not say hello within "
-                f"{self._start_timeout:g}s" + (f": {tail[-300:]}" if tail else "")
+                f"{self._start_timeout:g}s"
+                + (f": {tail[-300:]}" if tail else "")
+                + (f" ({refused})" if refused else "")
             )
         try:
             attestation.update(
@@ -507,8 +691,33 @@ class SessionSandbox(PreparedSandbox):
         attestation["agent"] = {
             k: container.hello.get(k) for k in ("version", "pid", "uid", "python", "oom_counter")
         }
+        attestation.update(self._channel_attestation(container, channel_reason))
         note("debug", "sandbox.session_started", sandbox=self._id, container=container.short_id)
         return container
+
+    def _channel_attestation(self, container: _AgentContainer, reason: str) -> dict[str, Any]:
+        """Which channel the container's requests take, and why not the socket."""
+        if container.channel == "socket":
+            return {"channel": "socket", "channel_peer": container.peer}
+        if container.listener is not None:
+            container.listener.remove()  # the agent did not connect: nothing else may
+        hello = container.hello or {}
+        reason = (
+            reason
+            or str(hello.get("channel_error") or "")
+            or "the session agent answered on its stdout, not on the socket"
+        )
+        level = (
+            "info" if self.spec.profile.runtime in agent_channel.REFUSING_RUNTIMES else "warning"
+        )
+        note(
+            level,
+            "sandbox.channel_attach",
+            sandbox=self._id,
+            container=container.short_id,
+            reason=reason,
+        )
+        return {"channel": "attach", "channel_reason": reason}
 
 
 def _no_python(text: str) -> bool:

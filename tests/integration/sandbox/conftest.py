@@ -69,6 +69,9 @@ def make_sandbox(
         source: str = "project",
         client: Any = None,
         wedge_grace_s: float = 20.0,
+        agent_dir: Path | None = None,
+        start_timeout_s: float = 60.0,
+        session_class: type[SessionSandbox] = SessionSandbox,
         **profile: Any,
     ) -> HookContainerSandbox | SessionSandbox:
         spec = SandboxSpec(
@@ -78,13 +81,16 @@ def make_sandbox(
                 {"image": runtime_image, "runtime": runtime, "isolation": isolation, **profile}
             ),
             config_dirs=config_dirs,
+            agent_dir=agent_dir,
         )
         engine = docker_client if client is None else client
         sandbox: HookContainerSandbox | SessionSandbox
         if isolation == "hook":
             sandbox = HookContainerSandbox(spec, engine)
         else:
-            sandbox = SessionSandbox(spec, engine, wedge_grace_s=wedge_grace_s)
+            sandbox = session_class(
+                spec, engine, wedge_grace_s=wedge_grace_s, start_timeout_s=start_timeout_s
+            )
         opened.append(sandbox)
         return sandbox
 

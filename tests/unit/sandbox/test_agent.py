@@ -34,18 +34,23 @@ def agent_root(tmp: Path) -> Path:
     return tmp / "agent-root"
 
 
+def agent_command(root: Path) -> list[str]:
+    """How the agent in `root` (see `agent_root`) is started, as in the container."""
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        "-B",
+        "-c",
+        f"import sys; sys.path.insert(0, {str(root)!r}); "
+        "from cloudrunner.sandbox.agent import main; raise SystemExit(main())",
+    ]
+
+
 class AgentProcess:
     def __init__(self, root: Path) -> None:
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-I",
-                "-S",
-                "-B",
-                "-c",
-                f"import sys; sys.path.insert(0, {str(root)!r}); "
-                "from cloudrunner.sandbox.agent import main; raise SystemExit(main())",
-            ],
+            agent_command(root),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -382,11 +382,10 @@ class Worker(ClosesOnExit):
         self, event: str, kind: RecordKind, fields: Mapping[str, Any]
     ) -> dict[str, Any]:
         """Write an event's first record and make it durable (unless the operator chose
-        fsync "never"); raises EventNotRecorded when it cannot be written."""
+        fsync "never"; the sync is shared with concurrent events, see `group_commit`);
+        raises EventNotRecorded when it cannot be written."""
         try:
-            record = self.audit.append(kind, fields)
-            if self.settings.audit.fsync != "never":
-                self.audit.sync()
+            record = self.audit.append(kind, fields, durable=True)
         except (AuditLogError, OSError) as exc:
             raise EventNotRecorded(
                 f"the {event or 'event'} event was not run: its first audit record could not "

@@ -191,22 +191,30 @@ class AuditWriter(ClosesOnExit):
         return clean_value(key, value, include_payload_text=self.config.include_payload_text)
 
     def append(
-        self, kind: RecordKind | str, fields: Mapping[str, Any] | None = None
+        self,
+        kind: RecordKind | str,
+        fields: Mapping[str, Any] | None = None,
+        *,
+        durable: bool = False,
     ) -> AuditRecord:
         """Append one record; returns it as written (with seq, prev_hash and hash)."""
-        return self.append_many([(kind, fields or {})])[0]
+        return self.append_many([(kind, fields or {})], durable=durable)[0]
 
     def append_many(
-        self, entries: Iterable[tuple[RecordKind | str, Mapping[str, Any]]]
+        self,
+        entries: Iterable[tuple[RecordKind | str, Mapping[str, Any]]],
+        *,
+        durable: bool = False,
     ) -> list[AuditRecord]:
         """Append several records under one lock, so an event's records stay together.
 
-        With fsync "always" it returns once they are on disk: one fdatasync for the whole
-        batch. An append with no other under way syncs under the lock; otherwise the sync
-        is made after the lock is released and shared with every batch appended while the
-        previous sync ran (group commit)."""
+        With fsync "always", or `durable` under any policy but "never", it returns once
+        they are on disk: one fdatasync for the whole batch. An append with no other under
+        way syncs under the lock; otherwise the sync is made after the lock is released and
+        shared with every batch appended while the previous sync ran (group commit)."""
         prepared = [self._prepare(kind, fields) for kind, fields in entries]
         policy = self.config.fsync
+        synced = policy is FsyncPolicy.ALWAYS or (durable and policy is not FsyncPolicy.NEVER)
         with self._arrivals_lock:
             self._arrivals += 1
         try:
@@ -219,14 +227,14 @@ class AuditWriter(ClosesOnExit):
                     self._generation += 1
                     generation = self._generation
                 if self._dirty and (
-                    (policy is FsyncPolicy.ALWAYS and self._arrivals == 1)
+                    (synced and self._arrivals == 1)
                     or (
                         policy is FsyncPolicy.INTERVAL
                         and time.monotonic() - self._last_sync >= self.config.fsync_interval
                     )
                 ):
                     self._fdatasync()
-            if policy is FsyncPolicy.ALWAYS:
+            if synced:
                 self._group.wait(generation)  # at once when the sync above covered it
         finally:
             with self._arrivals_lock:

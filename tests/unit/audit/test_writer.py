@@ -134,6 +134,58 @@ def test_fsync_always_syncs_an_events_records_once_after_the_last(
     assert verify_log(log).records == 6
 
 
+@pytest.mark.parametrize(("policy", "syncs"), [("always", 2), ("interval", 1), ("never", 0)])
+def test_a_durable_append_is_on_disk_under_every_policy_but_never(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str, syncs: int
+) -> None:
+    """An event's first record (durable=True) is synced before any hook runs, also when the
+    operator chose fsync "interval"; "never" means never."""
+    log = tmp_path / "audit.log"
+    synced_sizes: list[int] = []
+    real = os.fdatasync
+
+    def counting(fd: int) -> None:
+        synced_sizes.append(os.fstat(fd).st_size)
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", counting)
+    with AuditWriter(log, fsync=policy, fsync_interval=3600.0) as writer:
+        writer.append("received", {"i": 0}, durable=True)
+        size = log.stat().st_size
+        writer.append("decision", {"i": 1})
+        assert len(synced_sizes) == syncs
+        if syncs:
+            assert synced_sizes[0] == size  # the durable record, before the next was written
+
+
+def test_concurrent_durable_appends_share_their_syncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Durable appends from many threads under fsync "interval" are all on disk when they
+    return, with no more syncs than appends (group commit)."""
+    log = tmp_path / "audit.log"
+    calls: list[int] = []
+    real = os.fdatasync
+
+    def slow(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", slow)
+    with AuditWriter(log, fsync="interval", fsync_interval=3600.0) as writer:
+        threads = [
+            threading.Thread(target=lambda i=i: writer.append("received", {"i": i}, durable=True))
+            for i in range(16)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert 1 <= len(calls) <= 16
+        assert writer._group.durable == writer._generation  # everything written is synced
+    assert verify_log(log).records == 16
+
+
 @pytest.mark.parametrize("policy", ["always", "interval", "never"])
 def test_every_fsync_policy_writes_a_verifiable_log(tmp_path: Path, policy: str) -> None:
     log = tmp_path / "audit.log"

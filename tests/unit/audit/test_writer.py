@@ -114,10 +114,8 @@ def test_an_unknown_fsync_policy_is_refused(tmp_path: Path) -> None:
         AuditWriter(tmp_path / "audit.log", fsync="sometimes")
 
 
-def test_fsync_always_syncs_an_events_records_once_after_the_last(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    log = tmp_path / "audit.log"
+def _count_syncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every fdatasync from now on, as the size of the file it synced."""
     synced_sizes: list[int] = []
     real = os.fdatasync
 
@@ -126,6 +124,14 @@ def test_fsync_always_syncs_an_events_records_once_after_the_last(
         real(fd)
 
     monkeypatch.setattr(os, "fdatasync", counting)
+    return synced_sizes
+
+
+def test_fsync_always_syncs_an_events_records_once_after_the_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "audit.log"
+    synced_sizes = _count_syncs(monkeypatch)
     with AuditWriter(log, fsync="always") as writer:
         writer.append_many([("hook", {"i": i}) for i in range(5)])
         assert synced_sizes == [log.stat().st_size]  # one sync, with all five written
@@ -141,14 +147,7 @@ def test_a_durable_append_is_on_disk_under_every_policy_but_never(
     """An event's first record (durable=True) is synced before any hook runs, also when the
     operator chose fsync "interval"; "never" means never."""
     log = tmp_path / "audit.log"
-    synced_sizes: list[int] = []
-    real = os.fdatasync
-
-    def counting(fd: int) -> None:
-        synced_sizes.append(os.fstat(fd).st_size)
-        real(fd)
-
-    monkeypatch.setattr(os, "fdatasync", counting)
+    synced_sizes = _count_syncs(monkeypatch)
     with AuditWriter(log, fsync=policy, fsync_interval=3600.0) as writer:
         writer.append("received", {"i": 0}, durable=True)
         size = log.stat().st_size

@@ -25,6 +25,24 @@ REPO = Path(__file__).resolve().parents[3]
 HOOK_UID = 10001
 
 
+def run_meta(request_id: int, command: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """A run request's fields as the worker sends them, for a hook of HOOK_UID in /tmp."""
+    return {
+        "op": "run",
+        "id": request_id,
+        "command": command,
+        "cwd": "/tmp",
+        "env": dict(env or {}),
+        "timeout_s": 20.0,
+        "uid": HOOK_UID,
+        "gid": HOOK_UID,
+        "stdout_cap": 1 << 20,
+        "stderr_cap": 1 << 20,
+        "nofile": 256,
+        "fsize": 1 << 20,
+    }
+
+
 def agent_root(tmp: Path) -> Path:
     """The two agent files alone, laid out as in the container: proves they are stdlib-only."""
     package = tmp / "agent-root" / "cloudrunner" / "sandbox"
@@ -70,20 +88,7 @@ class AgentProcess:
     def send(self, command: str, stdin: bytes = b"", **fields: Any) -> int:
         assert self.proc.stdin is not None
         self.next_id += 1
-        meta = {
-            "op": "run",
-            "id": self.next_id,
-            "command": command,
-            "cwd": "/tmp",
-            "env": {"GREETING": "hi"},
-            "timeout_s": 20.0,
-            "uid": HOOK_UID,
-            "gid": HOOK_UID,
-            "stdout_cap": 1 << 20,
-            "stderr_cap": 1 << 20,
-            "nofile": 256,
-            "fsize": 1 << 20,
-        }
+        meta = run_meta(self.next_id, command, env={"GREETING": "hi"})
         meta.update(fields)
         self.proc.stdin.write(framing.encode(meta, stdin))
         self.proc.stdin.flush()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cloudrunner.sandbox import agent_channel, agent_files, framing
-from tests.unit.sandbox.test_agent import HOOK_UID, agent_command, agent_root
+from tests.unit.sandbox.test_agent import HOOK_UID, agent_command, agent_root, run_meta
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the channel needs a root worker")
 
@@ -176,21 +176,7 @@ def read_frame(conn: socket.socket, decoder: framing.FrameDecoder) -> framing.Fr
 
 
 def run_request(request_id: int, command: str) -> bytes:
-    meta = {
-        "op": "run",
-        "id": request_id,
-        "command": command,
-        "cwd": "/tmp",
-        "env": {},
-        "timeout_s": 20.0,
-        "uid": HOOK_UID,
-        "gid": HOOK_UID,
-        "stdout_cap": 1 << 20,
-        "stderr_cap": 1 << 20,
-        "nofile": 256,
-        "fsize": 1 << 20,
-    }
-    return framing.encode(meta)
+    return framing.encode(run_meta(request_id, command))
 
 
 def test_the_agent_answers_on_the_socket_and_its_hooks_never_see_the_channel(

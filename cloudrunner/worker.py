@@ -881,7 +881,7 @@ class Worker(ClosesOnExit):
         if found is not None and found[0] == limits:
             return found[1]
         cleaned = self.audit.cleaned("limits", limits)
-        _remember(self._limits, key, (limits, cleaned))
+        _remember(self._limits, key, (copy.deepcopy(limits), cleaned))
         return cleaned
 
     def _hook_records(

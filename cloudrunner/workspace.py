@@ -799,18 +799,18 @@ def head_commit(ws: Workspace) -> str | None:
     remembered = _heads.get(key)
     if remembered is not None and _head_files(git_dir, remembered[2]) == remembered[0]:
         return remembered[1]
-    before = _head_files(git_dir, None)
     commit, ref = _read_head(git_dir, directory, ws.commit)
-    if ref is not None:
-        before = _head_files(git_dir, ref)
-    after = _head_files(git_dir, ref)
-    # Remembered only when the files kept their identity while read and are not so recent
-    # that a rewrite in place could keep its time stamp (see sources.RACY_NS).
-    if before == after and after[0] is not None and _settled_files(after):
-        with _heads_lock:
-            if len(_heads) >= _HEADS_MAX:
-                _heads.pop(next(iter(_heads)))
-            _heads[key] = (after, commit, ref)
+    ids = _head_files(git_dir, ref)
+    # Remembered only when the files are not so recent that a rewrite in place could keep
+    # its time stamps (see sources.RACY_NS), and when a second read after taking their
+    # identity says the same: a change between the first read and the identity shows there.
+    if ids[0] is not None and _settled_files(ids):
+        again = _read_head(git_dir, directory, ws.commit)
+        if again == (commit, ref) and _head_files(git_dir, ref) == ids:
+            with _heads_lock:
+                if len(_heads) >= _HEADS_MAX:
+                    _heads.pop(next(iter(_heads)))
+                _heads[key] = (ids, commit, ref)
     return commit
 
 

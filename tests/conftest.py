@@ -16,13 +16,17 @@ import docker.errors
 import pytest
 import requests
 
-from tests.support.ci import missing
+from tests.support.ci import check_ci_user, missing
 from tests.support.docker_tracking import DockerTracker
 
 RUNTIME_IMAGE = os.environ.get("CLOUDRUNNER_TEST_IMAGE", "cloudrunner/hook-runtime:latest")
 #: the start of every test worker id: `.ci/run` exports a prefix of its own run, so its
 #: final cleanup removes this run's containers and no one else's on the host
 WORKER_ID_PREFIX = os.environ.get("CLOUDRUNNER_TEST_RUN") or "test"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    check_ci_user()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

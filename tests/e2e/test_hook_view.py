@@ -20,7 +20,7 @@ from cloudrunner import acl
 from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID
 from cloudrunner.settings import Settings, load_settings
 from cloudrunner.worker import PayloadRefused, Worker
-from tests.support.ci import missing
+from tests.support.ci import missing, needs_root
 from tests.support.daemon_process import daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
@@ -144,7 +144,7 @@ def _edit(setup: Setup, **fields: Any) -> bytes:
     )
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own the workspace as root")
+@needs_root("needs root to own the workspace as root")
 @pytest.mark.parametrize("isolation", ["hook", "session"])
 def test_a_root_owned_workspace_is_the_hooks_to_write_and_git_works(
     tmp_path: Path, docker_tracker: DockerTracker, isolation: str
@@ -193,7 +193,7 @@ def test_a_root_owned_workspace_is_the_hooks_to_write_and_git_works(
     )
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to chown the workspace")
+@needs_root("needs root to chown the workspace")
 def test_a_hook_commits_in_a_checkout_of_another_uid(
     tmp_path: Path, docker_tracker: DockerTracker
 ) -> None:
@@ -215,7 +215,7 @@ def test_a_hook_commits_in_a_checkout_of_another_uid(
     assert git(setup.workspace, "-c", "safe.directory=*", "status", "--porcelain") == ""
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own the workspace as root")
+@needs_root("needs root to own the workspace as root")
 def test_a_repository_without_commits_runs_and_a_hook_makes_the_first(
     tmp_path: Path, docker_tracker: DockerTracker
 ) -> None:
@@ -234,7 +234,7 @@ def test_a_repository_without_commits_runs_and_a_hook_makes_the_first(
     assert setup.view("git-err") == ""
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own the workspace as root")
+@needs_root("needs root to own the workspace as root")
 def test_a_symlinked_transcript_is_not_mounted_and_the_record_says_so(
     tmp_path: Path, docker_tracker: DockerTracker
 ) -> None:
@@ -254,7 +254,7 @@ def test_a_symlinked_transcript_is_not_mounted_and_the_record_says_so(
     assert all(m["target"] != str(link) for m in hook["attestation"]["mounts"])
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own the workspace as root")
+@needs_root("needs root to own the workspace as root")
 def test_a_home_over_its_limit_stops_that_sources_hooks_with_the_fix_named(
     tmp_path: Path, docker_tracker: DockerTracker
 ) -> None:
@@ -281,7 +281,7 @@ def test_a_home_over_its_limit_stops_that_sources_hooks_with_the_fix_named(
     assert (last["source"], last["outcome"]) == ("project", "ok")
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own the workspace as root")
+@needs_root("needs root to own the workspace as root")
 def test_a_home_removed_between_events_is_made_again_within_the_interval(
     tmp_path: Path, docker_tracker: DockerTracker
 ) -> None:
@@ -300,7 +300,7 @@ def test_a_home_removed_between_events_is_made_again_within_the_interval(
     assert [h["outcome"] for h in project] == ["ok", "ok"]
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a file system")
+@needs_root("needs root to mount a file system")
 def test_a_workspace_on_a_file_system_without_acls_is_refused_with_the_fix(
     tmp_path: Path, docker_tracker: DockerTracker
 ) -> None:
@@ -322,7 +322,7 @@ def test_a_workspace_on_a_file_system_without_acls_is_refused_with_the_fix(
     assert refusal and "POSIX ACLs" in refusal[-1]["reason"]
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own the workspace as root")
+@needs_root("needs root to own the workspace as root")
 def test_under_gvisor_an_adopted_root_checkout_fails_loudly_with_the_fixes(
     tmp_path: Path, docker_tracker: DockerTracker
 ) -> None:
@@ -338,7 +338,7 @@ def test_under_gvisor_an_adopted_root_checkout_fails_loudly_with_the_fixes(
     assert f"chown -R 10001:10001 {setup.workspace}" in reason
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to chown the workspace")
+@needs_root("needs root to chown the workspace")
 def test_hooks_of_a_configured_user_commit_in_a_checkout_of_another(
     tmp_path: Path, docker_tracker: DockerTracker
 ) -> None:
@@ -377,7 +377,7 @@ esac
 """
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own the workspace as root")
+@needs_root("needs root to own the workspace as root")
 def test_through_the_client_a_repository_without_commits_gets_its_guards_answer(
     tmp_path: Path, docker_tracker: DockerTracker
 ) -> None:

@@ -14,6 +14,7 @@ import pytest
 from cloudrunner import gate, ownership
 from cloudrunner.cli import main
 from cloudrunner.gate import GateError, GateMode
+from tests.support.ci import needs_root
 from tests.support.mounts import mount, read_only_view
 
 
@@ -210,7 +211,7 @@ def test_a_workspace_known_writable_is_not_probed_again(tmp_path: Path) -> None:
     assert not closed.open, "a gate held closed stays closed"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="probing as another uid needs root")
+@needs_root("probing as another uid needs root")
 def test_the_probe_writes_as_the_hook_user_not_as_root(tmp_path: Path) -> None:
     # tmp_path's parents are root's alone (0700): the probe, like the sandbox, sees only
     # the workspace directory itself

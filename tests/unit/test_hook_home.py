@@ -13,6 +13,7 @@ import pytest
 
 from cloudrunner import hook_home
 from cloudrunner.hook_home import HomeError
+from tests.support.ci import needs_root
 from tests.support.git_repos import git
 
 UID = 10001
@@ -105,7 +106,7 @@ def test_the_size_is_counted_once_per_inode_and_over_the_limit_is_refused(
     assert "home.max_bytes" in refused.value.message
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own homes as another uid")
+@needs_root("needs root to own homes as another uid")
 def test_a_home_of_another_uid_is_refused_with_the_fix(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -156,7 +157,7 @@ def test_many_workers_making_one_home_at_once_all_get_it(tmp_path: Path) -> None
     assert sorted(outs) == ["0"] * 7 + ["1"]
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another uid")
+@needs_root("needs root to become another uid")
 def test_a_worker_that_may_not_chown_leaves_hooks_the_images_home_and_says_why(
     tmp_path: Path,
 ) -> None:

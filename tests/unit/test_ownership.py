@@ -14,9 +14,10 @@ import pytest
 
 from cloudrunner import acl, ownership
 from cloudrunner.ownership import WorkspaceAccessError
+from tests.support.ci import needs_root
 
 HOOK = 10001
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="grants need root")
+pytestmark = needs_root("grants need root")
 
 
 def _as_hook(action: str, path: Path) -> int:

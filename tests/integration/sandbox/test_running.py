@@ -11,6 +11,7 @@ from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.sandbox import ExecRequest
 from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID
 from tests.integration.sandbox.conftest import WORKSPACE_UID, SandboxFactory
+from tests.support.ci import needs_root
 from tests.support.docker_tracking import DockerTracker
 
 pytestmark = pytest.mark.docker
@@ -73,7 +74,7 @@ def test_the_hook_sees_only_the_callers_environment_and_the_images(
     }
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to chown the workspace")
+@needs_root("needs root to chown the workspace")
 def test_a_root_owned_workspace_runs_hooks_as_the_fixed_uid(
     make_sandbox: SandboxFactory, isolation: str, workspace: Path
 ) -> None:

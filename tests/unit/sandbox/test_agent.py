@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from cloudrunner.sandbox import framing
+from tests.support.ci import needs_root
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the agent needs root to drop uid")
+pytestmark = needs_root("the agent needs root to drop uid")
 
 REPO = Path(__file__).resolve().parents[3]
 HOOK_UID = 10001

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from cloudrunner.sandbox import agent_channel, agent_files, framing
+from tests.support.ci import needs_root
 from tests.unit.sandbox.test_agent import HOOK_UID, agent_command, agent_root, run_meta
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the channel needs a root worker")
+pytestmark = needs_root("the channel needs a root worker")
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from cloudrunner.sandbox.plan import (
     sandbox_labels,
     validate_spec,
 )
+from tests.support.ci import needs_root
 
 LABELS = SandboxLabels("w1", "s1", "project")
 
@@ -31,7 +32,7 @@ def test_hooks_run_as_the_workspace_owner(tmp_path: Path) -> None:
     assert hook_identity(spec_for(tmp_path)) == (expected_uid, expected_gid)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to chown")
+@needs_root("needs root to chown")
 def test_a_root_owned_workspace_gives_the_fixed_uid_and_others_their_owner(tmp_path: Path) -> None:
     os.chown(tmp_path, 0, 0)
     assert hook_identity(spec_for(tmp_path)) == (FALLBACK_HOOK_UID, FALLBACK_HOOK_UID)

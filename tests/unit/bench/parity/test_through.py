@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from bench.parity.through import (
     audited_hooks,
@@ -17,6 +14,7 @@ from bench.parity.through import (
     other_records,
     workspace_facts,
 )
+from tests.support.ci import needs_root
 
 
 def _hook(index: int, exit_code: int | None, **extra: Any) -> dict[str, Any]:
@@ -62,7 +60,7 @@ def test_refused_and_gated_events_are_reported() -> None:
     assert hook_identity(records) is None
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="checking as another uid needs root")
+@needs_root("checking as another uid needs root")
 def test_writability_is_checked_as_the_hook_uid() -> None:
     # pytest's tmp_path is under a 0700 directory the hook uid cannot enter
     base = Path(tempfile.mkdtemp(prefix="parity-test-"))

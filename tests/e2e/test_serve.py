@@ -21,6 +21,7 @@ import pytest
 from cloudrunner.audit.verify import verify_log
 from cloudrunner.client import Unreachable, request
 from tests.e2e.conftest import Deployment, make_deployment
+from tests.support.concurrency import run_in_threads
 from tests.support.daemon_process import DaemonProcess, daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
@@ -423,7 +424,6 @@ def test_two_hundred_concurrent_requests_over_eight_sessions(
 ) -> None:
     deployment, daemon = warm
     answers: list[dict[str, Any]] = []
-    failures: list[BaseException] = []
     lock = threading.Lock()
 
     def send(index: int) -> None:
@@ -434,19 +434,11 @@ def test_two_hundred_concurrent_requests_over_eight_sessions(
             conversation_id=f"conv-{index % 8}",
             generation_id=f"gen-{index}",
         )
-        try:
-            reply = daemon.event("beforeShellExecution", payload)
-            with lock:
-                answers.append({"index": index, **_answer(reply)})
-        except BaseException as exc:  # collected and reported below
-            with lock:
-                failures.append(exc)
+        reply = daemon.event("beforeShellExecution", payload)
+        with lock:
+            answers.append({"index": index, **_answer(reply)})
 
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(200)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(300)
+    failures = run_in_threads(200, send, timeout_s=300)
     assert failures == []
     assert len(answers) == 200
     for answer in answers:

@@ -23,6 +23,7 @@ import pytest
 from cloudrunner.audit.verify import verify_log
 from cloudrunner.client import Endpoint, HttpReply, Unreachable, request
 from tests.e2e.conftest import Deployment, make_deployment
+from tests.support.concurrency import run_in_threads
 from tests.support.daemon_process import DaemonProcess, daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
@@ -127,24 +128,13 @@ def _burst(
     daemon: DaemonProcess, deployment: Deployment, count: int, sessions: int = 8
 ) -> list[BaseException]:
     """`count` concurrent events over `sessions` conversations; the failures."""
-    failures: list[BaseException] = []
-    lock = threading.Lock()
 
     def send(index: int) -> None:
-        try:
-            _check_answer(
-                daemon.event("beforeShellExecution", _shell(deployment, index, sessions)), index
-            )
-        except BaseException as exc:  # collected and asserted on by the caller
-            with lock:
-                failures.append(exc)
+        _check_answer(
+            daemon.event("beforeShellExecution", _shell(deployment, index, sessions)), index
+        )
 
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(600)
-    return failures
+    return run_in_threads(count, send)
 
 
 def _still_open(sock: socket.socket) -> bool:

@@ -15,6 +15,7 @@ import pytest
 
 from cloudrunner.audit.verify import verify_log
 from tests.e2e.conftest import Deployment, make_deployment
+from tests.support.concurrency import run_in_threads
 from tests.support.daemon_process import DaemonProcess, daemon_process
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
@@ -91,7 +92,6 @@ def test_concurrent_events_share_syncs_and_keep_one_chain(
 ) -> None:
     deployment, daemon = warm
     results: list[tuple[int, dict[str, Any]]] = []
-    failures: list[BaseException] = []
     lock = threading.Lock()
 
     def send(index: int) -> None:
@@ -99,23 +99,15 @@ def test_concurrent_events_share_syncs_and_keep_one_chain(
             "beforeShellExecution", command="ls", cwd=str(deployment.workspace),
             conversation_id=f"conv-{index % 8}", generation_id=f"gen-{index}",
         )  # fmt: skip
-        try:
-            got = answer(daemon, payload)
-            # Answered means recorded: the decision is in the log already.
-            recorded = {r.get("generation_id") for r in deployment.records()}
-            with lock:
-                results.append((index, got))
-                if f"gen-{index}" not in recorded:
-                    failures.append(AssertionError(f"gen-{index} answered before recorded"))
-        except BaseException as exc:  # collected and reported below
-            with lock:
-                failures.append(exc)
+        got = answer(daemon, payload)
+        # Answered means recorded: the decision is in the log already.
+        recorded = {r.get("generation_id") for r in deployment.records()}
+        with lock:
+            results.append((index, got))
+        if f"gen-{index}" not in recorded:
+            raise AssertionError(f"gen-{index} answered before recorded")
 
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(48)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(300)
+    failures = run_in_threads(48, send, timeout_s=300)
     assert failures == []
     assert len(results) == 48 and all("AAAA" in a["user_message"] for _, a in results)
     daemon.stop()

@@ -102,11 +102,11 @@ def prepare(
     limit: int,
     git_name: str,
     git_email: str,
-    known_size: int | None = None,
 ) -> HomeStatus:
     """Make (or reuse) the home at `path` for hooks running as `uid`:`gid`, write its
-    `.gitconfig` when missing, and measure it (unless `known_size` is given: a recent
-    measurement); HomeError when it cannot be used."""
+    `.gitconfig` when missing, and measure it; HomeError when it cannot be used (a
+    long-lived worker skips all of this for a home it prepared a moment ago, see
+    `Worker._homes`)."""
     created = _make(path, uid, gid)
     try:
         fd = os.open(path, _DIR_FLAGS)
@@ -125,7 +125,7 @@ def prepare(
         top = git_toplevel(workspace)
         safe = [Path(os.path.realpath(workspace)), *([top] if top else [])]
         _write_new(fd, GITCONFIG, gitconfig_text(safe, git_name, git_email), uid, gid)
-        used = measure(fd, limit) if known_size is None else known_size
+        used = measure(fd, limit)
     finally:
         os.close(fd)
     if used > limit:

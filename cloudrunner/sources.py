@@ -25,13 +25,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
+from cloudrunner.memo import BoundedMemo
 from cloudrunner.protocol.config import HookEntry, HooksFile, ParseResult, parse_hooks_file
 from cloudrunner.protocol.diagnostics import Diagnostic, error, info
 from cloudrunner.protocol.events import EVENTS
@@ -198,10 +198,8 @@ def _filter(
 
 #: a file changed this recently (ns) is re-read on every load (see the module docstring)
 RACY_NS = 2_000_000_000
-_CACHE_MAX = 256
-_cache_lock = threading.Lock()
 #: (kind, path, root, working_dir, profile, required) -> (guard, the source as loaded)
-_loaded: dict[tuple[object, ...], tuple[tuple[int, ...], LoadedSource]] = {}
+_loaded: BoundedMemo[tuple[object, ...], tuple[tuple[int, ...], LoadedSource]] = BoundedMemo()
 
 
 def _guard(path: str, root: str) -> tuple[int, ...] | None:
@@ -239,8 +237,7 @@ def _settled(guard: tuple[int, ...]) -> bool:
 
 def forget_loaded_sources() -> None:
     """Drop every remembered load (tests; a worker never needs to)."""
-    with _cache_lock:
-        _loaded.clear()
+    _loaded.clear()
 
 
 @functools.lru_cache(maxsize=256)
@@ -274,10 +271,7 @@ def _load_file(
         and _settled(guard)
         and _guard(file, top) == guard
     ):
-        with _cache_lock:
-            if len(_loaded) >= _CACHE_MAX:
-                _loaded.pop(next(iter(_loaded)))
-            _loaded[key] = (guard, source)
+        _loaded.put(key, (guard, source))
     return source
 
 

@@ -24,12 +24,11 @@ import hashlib
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 import docker
 import docker.errors
@@ -37,10 +36,12 @@ import docker.errors
 from cloudrunner import environment as project_environment
 from cloudrunner import gate, hook_home, ownership, recording, transcript, workspace
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind, TornAcknowledgement
+from cloudrunner.audit.pipeline import Cleaned
 from cloudrunner.closing import ClosesOnExit
 from cloudrunner.egress.credentials import RunAttribution
 from cloudrunner.egress.manager import Egress
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.memo import BoundedMemo
 from cloudrunner.protocol.errors import EventNotAvailable, InvalidPayload, UnknownEvent
 from cloudrunner.protocol.events import (
     MAX_PAYLOAD_DEPTH,
@@ -168,15 +169,14 @@ class Worker(ClosesOnExit):
         #: how hooks got the owner's access to each workspace (once per worker)
         self._access: dict[Path, ownership.AccessReport] = {}
         self.home_root = home_root or settings.state_dir / "homes"
-        #: each home's last measurement (monotonic time, bytes)
-        self._home_sizes: dict[Path, tuple[float, int]] = {}
         #: each home's last preparation (monotonic time, the directory's inode, its result):
         #: within home.measure_interval_s it is not made, written or measured again
         self._homes_ready: dict[Path, tuple[float, int, _Home]] = {}
         self._home_dirs: dict[tuple[Path, SourceKind], Path] = {}
-        #: each sandbox's attestation (a copy, to compare) and its cleaned form
-        self._attestations: dict[str, tuple[dict[str, Any], Any]] = {}
-        self._limits: dict[tuple[str, float], tuple[dict[str, Any], Any]] = {}
+        #: values many hook records carry unchanged (a warm sandbox's attestation and
+        #: limits), by (field, sandbox, ...): a copy of the raw value, to compare, and its
+        #: cleaned form
+        self._cleaned: BoundedMemo[tuple[object, ...], tuple[Any, Cleaned]] = BoundedMemo()
         #: the effective sandbox profile of each source kind (settings do not change under
         #: a worker; `profile_for` validates a pydantic model per call)
         self._profiles: dict[str, SandboxProfile] = {}
@@ -474,14 +474,11 @@ class Worker(ClosesOnExit):
                 if same:
                     out[kind] = ready[2]
                     continue
-            last = self._home_sizes.get(path)
-            recent = last is not None and now - last[0] < settings.measure_interval_s
             try:
                 uid, gid = identity_for(self._profile_for(str(kind)), ws.root)
                 status = hook_home.prepare(
                     path, uid, gid, workspace=ws.root, limit=settings.max_bytes,
                     git_name=settings.git_user_name, git_email=settings.git_user_email,
-                    known_size=last[1] if recent and last is not None else None,
                 )  # fmt: skip
             except hook_home.HomeUnavailable as exc:
                 # hooks keep the image's HOME, and the record says why
@@ -490,8 +487,6 @@ class Worker(ClosesOnExit):
             except CloudrunnerError as exc:
                 out[kind] = _Home(path, {"path": str(path), "error": exc.message}, exc)
                 continue
-            if not recent:
-                self._home_sizes[path] = (now, status.used)
             out[kind] = home = _Home(path, status.to_dict())
             with contextlib.suppress(OSError):
                 self._homes_ready[path] = (now, os.lstat(path).st_ino, home)
@@ -863,25 +858,14 @@ class Worker(ClosesOnExit):
                 )
         return out
 
-    def _cleaned_attestation(self, sandbox_id: str, attestation: dict[str, Any]) -> Any:
-        """A sandbox's attestation as the log stores it, cleaned once while it stays the
-        same (a warm sandbox's hooks all carry it)."""
-        found = self._attestations.get(sandbox_id)
-        if found is not None and found[0] == attestation:
+    def _cleaned_once(self, field: str, key: tuple[object, ...], value: Any) -> Cleaned:
+        """`value` as the log stores it under `field`, cleaned once while it stays the same
+        for `key` (a warm sandbox's hooks all carry its attestation and limits)."""
+        found = self._cleaned.get((field, *key))
+        if found is not None and found[0] == value:
             return found[1]
-        cleaned = self.audit.cleaned("attestation", attestation)
-        _remember(self._attestations, sandbox_id, (copy.deepcopy(attestation), cleaned))
-        return cleaned
-
-    def _cleaned_limits(self, sandbox_id: str, attestation: dict[str, Any], timeout: float) -> Any:
-        """`_attested_limits` as the log stores it, once per sandbox attestation and timeout."""
-        limits = _attested_limits(attestation, timeout)
-        key = (sandbox_id, timeout)
-        found = self._limits.get(key)
-        if found is not None and found[0] == limits:
-            return found[1]
-        cleaned = self.audit.cleaned("limits", limits)
-        _remember(self._limits, key, (copy.deepcopy(limits), cleaned))
+        cleaned = self.audit.cleaned(field, value)
+        self._cleaned.put((field, *key), (copy.deepcopy(value), cleaned))
         return cleaned
 
     def _hook_records(
@@ -927,8 +911,12 @@ class Worker(ClosesOnExit):
                     sandbox_id=ran.sandbox_id,
                     image_digest=attestation.get("image_id"),
                     runtime=attestation.get("runtime"),
-                    limits=self._cleaned_limits(ran.sandbox_id, attestation, hook.timeout),
-                    attestation=self._cleaned_attestation(ran.sandbox_id, attestation),
+                    limits=self._cleaned_once(
+                        "limits",
+                        (ran.sandbox_id, hook.timeout),
+                        _attested_limits(attestation, hook.timeout),
+                    ),
+                    attestation=self._cleaned_once("attestation", (ran.sandbox_id,), attestation),
                     duration_ms=round(ran.duration_s * 1000, 3),
                     stdout_excerpt=self.audit.excerpt(ran.stdout),
                     stderr_excerpt=self.audit.excerpt(ran.stderr),
@@ -997,21 +985,6 @@ _LIMIT_KEYS = (
     "memory", "memory_swap", "cpu_quota", "cpu_period", "pids_limit", "tmpfs", "ulimits",
     "network", "read_only_rootfs",
 )  # fmt: skip
-
-
-K = TypeVar("K")
-V = TypeVar("V")
-_memo_lock = threading.Lock()
-_MEMO_MAX = 256
-
-
-def _remember(memo: dict[K, V], key: K, value: V) -> None:
-    """Put `value` in a bounded memo that concurrent events of a daemon share (the oldest
-    entry goes when it is full)."""
-    with _memo_lock:
-        if key not in memo and len(memo) >= _MEMO_MAX:
-            memo.pop(next(iter(memo)))
-        memo[key] = value
 
 
 def _attested_limits(attestation: Mapping[str, Any], timeout: float) -> dict[str, Any]:

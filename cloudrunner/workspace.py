@@ -20,7 +20,6 @@ import shlex
 import shutil
 import stat
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -32,6 +31,7 @@ import git
 import git.exc
 
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.memo import BoundedMemo
 from cloudrunner.repo_files import RepoFileRefused, read_inside
 
 SourceKind = Literal["https", "http", "ssh", "file", "local"]
@@ -807,10 +807,7 @@ def head_commit(ws: Workspace) -> str | None:
     if ids[0] is not None and _settled_files(ids):
         again = _read_head(git_dir, directory, ws.commit)
         if again == (commit, ref) and _head_files(git_dir, ref) == ids:
-            with _heads_lock:
-                if len(_heads) >= _HEADS_MAX:
-                    _heads.pop(next(iter(_heads)))
-                _heads[key] = (ids, commit, ref)
+            _heads.put(key, (ids, commit, ref))
     return commit
 
 
@@ -864,9 +861,9 @@ _FileId = tuple[int, int, int, int, int] | None
 #: (git dir, known commit) -> (identity of HEAD, its ref and packed-refs; commit; ref):
 #: a daemon asks on every event, and the files change only with a commit or checkout
 _HeadFiles = tuple[_FileId, _FileId, _FileId]
-_heads: dict[tuple[str, str | None], tuple[_HeadFiles, str | None, str | None]] = {}
-_heads_lock = threading.Lock()
-_HEADS_MAX = 256
+_heads: BoundedMemo[tuple[str, str | None], tuple[_HeadFiles, str | None, str | None]] = (
+    BoundedMemo()
+)
 #: a file changed this recently (ns) is read again on every event
 _RACY_NS = 2_000_000_000
 

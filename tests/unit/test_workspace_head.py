@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cloudrunner import workspace
+from cloudrunner.memo import BoundedMemo
 
 
 def git(repo: Path, *args: str) -> str:
@@ -84,7 +85,7 @@ def no_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
     """HEAD is remembered however fresh its files (a daemon remembers it once they are two
     seconds old): what is tested is that the remembered answer never hides a change."""
     monkeypatch.setattr(workspace, "_RACY_NS", 0)
-    monkeypatch.setattr(workspace, "_heads", {})
+    monkeypatch.setattr(workspace, "_heads", BoundedMemo())
 
 
 def _age(repo: Path) -> None:

@@ -95,6 +95,8 @@ class ProjectEnvironment:
     workspace_root: Path
     config: EnvironmentConfig
     warnings: tuple[str, ...]
+    #: sha256 of the bytes the config was parsed from (read once, inside the workspace)
+    sha256: str = ""
 
     @property
     def install(self) -> str | None:
@@ -133,7 +135,8 @@ def load_environment(workspace_root: Path) -> ProjectEnvironment | None:
             f"{path} is not UTF-8 text (byte {exc.start}); fix the file or remove it"
         ) from None
     config, warnings = parse_environment(text, path=path)
-    return ProjectEnvironment(path, workspace_root, config, tuple(warnings))
+    digest = hashlib.sha256(raw).hexdigest()
+    return ProjectEnvironment(path, workspace_root, config, tuple(warnings), digest)
 
 
 def parse_environment(text: str, *, path: Path) -> tuple[EnvironmentConfig, list[str]]:

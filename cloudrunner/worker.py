@@ -671,7 +671,7 @@ class Worker(ClosesOnExit):
             return None
         # A long-lived worker asks the engine once per environment file and commit (an
         # uncommitted change to the build context is picked up at the next commit).
-        key = (str(ws.root), ws.commit or "", hashlib.sha256(env.path.read_bytes()).hexdigest())
+        key = (str(ws.root), ws.commit or "", env.sha256)
         if key in self._environment_images:
             return self._environment_images[key]
         built = project_environment.build_image(

@@ -202,3 +202,19 @@ def test_build_key_follows_the_dockerfile(buildable: Path) -> None:
 
 def test_image_tag_is_keyed() -> None:
     assert env.image_tag("ab" * 32) == "cloudrunner/environment:" + ("ab" * 12)
+
+
+def test_the_loaded_environment_carries_the_digest_of_the_bytes_it_was_parsed_from(
+    tmp_path: Path,
+) -> None:
+    """The worker keys its built images by this digest: the file is read once per event,
+    inside the workspace, not again (and unchecked) to be hashed."""
+    import hashlib
+
+    from cloudrunner.environment import ENVIRONMENT_FILE, load_environment
+
+    raw = b'{"build": {"dockerfile": "Dockerfile"}}'
+    (tmp_path / ENVIRONMENT_FILE).parent.mkdir(parents=True)
+    (tmp_path / ENVIRONMENT_FILE).write_bytes(raw)
+    env = load_environment(tmp_path)
+    assert env is not None and env.sha256 == hashlib.sha256(raw).hexdigest()

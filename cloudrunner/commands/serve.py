@@ -118,7 +118,10 @@ def command(args: argparse.Namespace) -> int:
         tcp = (host, port, read_token(settings.server.token_file))
     socket_path = settings.socket_path
     prepare_socket(socket_path)
-    return asyncio.run(_serve(settings, socket_path, tcp))
+    from cloudrunner.daemon.listeners import new_loop
+
+    with asyncio.Runner(loop_factory=new_loop) as runner:
+        return runner.run(_serve(settings, socket_path, tcp))
 
 
 async def _serve(settings: Settings, socket_path: Path, tcp: tuple[str, int, str] | None) -> int:

@@ -20,12 +20,10 @@ from typing import Any, TypeVar
 
 import pydantic
 import structlog
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
 
 from cloudrunner.client import BLOCKED_HEADER, blocks
 from cloudrunner.daemon import models
+from cloudrunner.daemon.asgi import ClientDisconnect, Receive, Request, Response, Scope, Send
 from cloudrunner.daemon.core import DEFAULT_SESSION, Daemon, DaemonError
 from cloudrunner.daemon.metrics import CONTENT_TYPE
 from cloudrunner.daemon.openapi import OPERATIONS, Operation, document
@@ -40,9 +38,9 @@ T = TypeVar("T")
 _Params = dict[str, str]
 
 
-def json_response(status: int, data: Any, headers: dict[str, str] | None = None) -> Response:
+def json_response(status: int, data: Any, headers: tuple[tuple[str, str], ...] = ()) -> Response:
     body = (json.dumps(data, ensure_ascii=False) + "\n").encode()
-    return Response(body, status, headers, media_type="application/json")
+    return Response(status, body, headers=headers)
 
 
 def error_response(error: DaemonError) -> Response:
@@ -83,15 +81,15 @@ class App:
         except ClientDisconnect:
             log.info("server.client_gone", path=scope.get("path"))
             return
-        await response(scope, receive, send)
+        await response.send(send)
 
     async def respond(self, request: Request) -> Response:
-        method, path = request.method, request.url.path
+        method, path = request.method, request.path
         try:
             if self.token is not None and not token_matches(
-                request.headers.get("authorization"), self.token
+                request.header("authorization"), self.token
             ):
-                raise _unauthorized(request.headers.get("authorization"))
+                raise _unauthorized(request.header("authorization"))
             op, params = _route(method, path)
             return await self._handlers[op.name](request, params)
         except DaemonError as exc:
@@ -147,7 +145,7 @@ class App:
         return json_response(200 if ready else 503, {"ready": ready, **detail})
 
     async def metrics(self, request: Request, params: _Params) -> Response:
-        return Response(self.daemon.metrics.render().encode(), 200, media_type=CONTENT_TYPE)
+        return Response(200, self.daemon.metrics.render().encode(), CONTENT_TYPE)
 
     async def openapi(self, request: Request, params: _Params) -> Response:
         return json_response(200, document())
@@ -175,7 +173,7 @@ class App:
             raise
         # the event runs to its end in its thread even when this client is gone
         reply = await asyncio.wrap_future(future)
-        headers = {BLOCKED_HEADER: "true"} if blocks(reply.answer) else None
+        headers = ((BLOCKED_HEADER, "true"),) if blocks(reply.answer) else ()
         return json_response(200, reply.answer, headers)
 
     async def list_sessions(self, request: Request, params: _Params) -> Response:
@@ -244,11 +242,11 @@ def _route(method: str, path: str) -> tuple[Operation, _Params]:
 
 def _content_length(request: Request, cap: int) -> int:
     """The body's length from its headers; DaemonError when missing, bad or over `cap`."""
-    if request.headers.get("transfer-encoding"):
+    if request.header("transfer-encoding"):
         raise DaemonError(
             "chunked bodies are not accepted; send Content-Length", "length-required", 411
         )
-    length_text = request.headers.get("content-length")
+    length_text = request.header("content-length")
     if length_text is None:
         if request.method == "POST":
             raise DaemonError("a POST needs a Content-Length", "length-required", 411)

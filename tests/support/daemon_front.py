@@ -10,13 +10,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from cloudrunner.daemon.core import Daemon
-from cloudrunner.daemon.listeners import Front, Listener
+from cloudrunner.daemon.listeners import Front, Listener, new_loop
 
 
 @contextmanager
 def serving(daemon: Daemon, sock: socket.socket, token: str | None = None) -> Iterator[Listener]:
     """Serve `daemon` on the listening `sock` until the block ends; then drain and close."""
-    loop = asyncio.new_event_loop()
+    loop = new_loop()
     front = Front(daemon)
     started = threading.Event()
     failure: list[BaseException] = []

@@ -58,6 +58,9 @@ class DaemonProcess:
         reply = client.request(self.endpoint, "POST", path, body, timeout_s=120)
         return reply.status, json.loads(reply.body) if reply.body else None
 
+    def get(self, path: str) -> int:
+        return client.request(self.endpoint, "GET", path, timeout_s=120).status
+
     def delete(self, path: str) -> int:
         return client.request(self.endpoint, "DELETE", path, timeout_s=120).status
 

@@ -36,6 +36,12 @@ INTERPRETER = "python start-up only"
 REQUEST = "daemon HTTP request only"
 BARE = "bare, beside the daemon"
 SYNC = "one audit fdatasync"
+#: where the daemon's answer goes: its HTTP front alone, then an event no hook matches
+FRONT = "daemon HTTP front only"
+NO_HOOK = "daemon event, no hook matches"
+
+#: an event the bench workspace has no hook for: the whole event path but the sandbox
+NO_HOOK_EVENT = "afterShellExecution"
 
 
 def measure_daemon(
@@ -79,6 +85,18 @@ def measure_daemon(
         if status != 200 or answer.get("permission") != "allow":
             raise RuntimeError(f"the daemon answered {status} {answer!r}")
 
+    def front_only() -> None:
+        status = daemon.get("/healthz")
+        if status != 200:
+            raise RuntimeError(f"the daemon answered {status} to /healthz")
+
+    no_hook_payload = no_hook_event("bench-e2e")
+
+    def no_hook() -> None:
+        status, answer = daemon.post(f"/v1/events/{NO_HOOK_EVENT}", no_hook_payload)
+        if status != 200 or answer != {}:
+            raise RuntimeError(f"the daemon answered {status} {answer!r} to a hookless event")
+
     try:
         samples = time_interleaved(
             "part 2: client, client -IS, client -I -c, interpreter, daemon request, bare cat, "
@@ -92,6 +110,8 @@ def measure_daemon(
                 REQUEST: http_request,
                 BARE: partial(run_bare, CAT),
                 SYNC: audit_sync,
+                FRONT: front_only,
+                NO_HOOK: no_hook,
             },
             warmup=3,
         )
@@ -106,9 +126,25 @@ def measure_daemon(
         REQUEST: "from the bench process: no client start-up",
         BARE: "`sh -c cat`, taken in turn with the rows above",
         SYNC: "write + fdatasync of a line in the state directory (an event waits for two)",
+        FRONT: "GET /healthz from the bench process: the HTTP front, answered on its loop",
+        NO_HOOK: f"POST {NO_HOOK_EVENT} (no hook for it): every step of an event but the sandbox",
     }
     for mode, taken in samples.items():
         report.add(Row(SECTION, CAT.name, mode, runtime, taken, bare_key(CAT), note=notes[mode]))
+
+
+def no_hook_event(conversation: str) -> bytes:
+    """A valid `NO_HOOK_EVENT` payload in `conversation`."""
+    return json.dumps(
+        {
+            "hook_event_name": NO_HOOK_EVENT,
+            "command": "ls -la",
+            "output": "",
+            "duration": 1,
+            "cwd": "/tmp",
+            "conversation_id": conversation,
+        }
+    ).encode()
 
 
 def measure_run(report: Report, scene: Scene, *, iterations: int, runtime: str) -> None:

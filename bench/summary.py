@@ -33,6 +33,14 @@ def figures(report: Report) -> dict[str, Any]:
     sync = _row(report, "end_to_end", end_to_end.SYNC)
     if sync is not None:
         out["audit_syncs_p50_ms"] = 2 * sync.summary.p50
+    # Where the overhead goes, each step the p50 difference of two rows of the same run.
+    front = _row(report, "end_to_end", end_to_end.FRONT)
+    no_hook = _row(report, "end_to_end", end_to_end.NO_HOOK)
+    if front is not None and no_hook is not None and request is not None and bare is not None:
+        out["front_p50_ms"] = front.summary.p50
+        out["event_over_front_ms"] = no_hook.summary.p50 - front.summary.p50
+        out["sandbox_hook_ms"] = request.summary.p50 - no_hook.summary.p50
+        out["sandbox_hook_over_bare_ms"] = out["sandbox_hook_ms"] - bare.summary.p50
     for key, mode in (("client", end_to_end.CLIENT), ("client_is", end_to_end.CLIENT_IS)):
         row = _row(report, "end_to_end", mode)
         if row is None or interpreter is None:
@@ -74,6 +82,14 @@ def render(found: dict[str, Any]) -> list[str]:
                 if "audit_syncs_p50_ms" in found
                 else ""
             )
+        )
+    if "front_p50_ms" in found:
+        lines.append(
+            f"  where it goes (p50): the HTTP front {found['front_p50_ms']:.2f} ms (GET /healthz "
+            f"from the bench); an event no hook matches {found['event_over_front_ms']:+.2f} ms "
+            "over that (the hand-over to an event thread, the worker, its records and their "
+            f"syncs); the hook through its warm sandbox {found['sandbox_hook_ms']:.2f} ms, "
+            f"{found['sandbox_hook_over_bare_ms']:+.2f} ms over the bare `sh -c cat`"
         )
     for key, name in (
         ("client", "cloudrunner hook"),

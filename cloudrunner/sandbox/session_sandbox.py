@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import select
 import socket
 import threading
@@ -196,14 +197,17 @@ class _AgentContainer:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            watched: list[Any] = [self._wake_r]
+            # poll, not select: a daemon holding thousands of connections has descriptors
+            # past select's 1024
+            watched = select.poll()
+            watched.register(self._wake_r, select.POLLIN)
             if self.listener is not None:
-                watched.append(self.listener)
-            ready, _, _ = select.select(watched, [], [], left)
-            if self._wake_r in ready:
+                watched.register(self.listener.fileno(), select.POLLIN)
+            ready = {fd for fd, _ in watched.poll(max(1, math.ceil(left * 1000)))}
+            if self._wake_r.fileno() in ready:
                 with contextlib.suppress(OSError):
                     self._wake_r.recv(4096)
-            if self.listener is not None and self.listener in ready:
+            if self.listener is not None and self.listener.fileno() in ready:
                 problem = self._take_connection(deadline)
                 if problem:
                     refused = problem

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import resource
 import shutil
 import socket
 import stat
@@ -136,6 +137,33 @@ def test_hooks_run_over_the_socket_under_runc_and_the_attach_stream_under_runsc(
         assert list(directory.iterdir()) == []
     sandbox.close()
     assert channel_dirs(state_dir) == []
+
+
+def test_the_agent_is_awaited_when_the_process_holds_descriptors_past_1024(
+    make_session: Factory, workspace: Path
+) -> None:
+    """A daemon with thousands of connections opens its session channels on descriptors
+    past select()'s limit; waiting for the agent's hello must not care."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip(f"the hard RLIMIT_NOFILE is {hard}: descriptors past 1024 cannot be held")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
+    held: list[int] = []
+    try:
+        while not held or held[-1] < 1100:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        sandbox = make_session()
+        try:
+            result = sandbox.run(ExecRequest("cat", str(workspace), b"high\n", {}, 60))
+        finally:
+            sandbox.close()
+        assert result.outcome is Outcome.OK, result.message
+        assert result.stdout == b"high\n"
+        assert result.attestation["channel"] == "socket"
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def test_a_replaced_container_s_directory_goes_with_it(

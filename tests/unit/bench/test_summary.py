@@ -23,6 +23,8 @@ def run() -> Report:
         end_to_end.CLIENT: [10.0, 11.0, 12.0],
         end_to_end.CLIENT_IS: [9.0, 9.0, 9.0],
         end_to_end.SYNC: [0.2, 0.25, 0.3],
+        end_to_end.FRONT: [0.3, 0.3, 0.3],
+        end_to_end.NO_HOOK: [1.0, 1.1, 1.2],
     }
     for mode, samples in rows.items():
         r.add(Row("end_to_end", "cat", mode, "runc", samples, BARE))
@@ -45,6 +47,16 @@ def test_the_daemon_overhead_is_against_the_bare_row_taken_beside_it() -> None:
     assert math.isclose(found["events_per_s_1_x_bare_rate"], 150.0 / 500.0)
     assert found["daemon_cpu_ms_per_event_8"] == 1.25
     assert math.isclose(found["audit_syncs_p50_ms"], 0.5)  # two syncs an event waits for
+
+
+def test_the_overhead_is_split_into_front_event_and_sandboxed_hook() -> None:
+    found = figures(run())
+    assert math.isclose(found["front_p50_ms"], 0.3)
+    assert math.isclose(found["event_over_front_ms"], 1.1 - 0.3)
+    assert math.isclose(found["sandbox_hook_ms"], 3.2 - 1.1)
+    assert math.isclose(found["sandbox_hook_over_bare_ms"], 3.2 - 1.1 - 2.0)
+    line = next(line for line in render(found) if "where it goes" in line)
+    assert "0.30 ms" in line and "+0.80 ms" in line and "+0.10 ms over the bare" in line
 
 
 def test_the_issue_targets_are_judged_and_printed() -> None:

@@ -195,6 +195,7 @@ def _run(
             except Exception as exc:
                 errors.append(f"cloudrunner serve did not start: {exc}")
             if daemon is not None:
+                scene.settle()
                 try:
                     if 2 in parts:
                         attempt("part 2 (client)", partial(

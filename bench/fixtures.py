@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ import tomli_w
 
 from bench.cases import EVENT
 from cloudrunner.settings import Settings, load_settings
+from cloudrunner.sources import RACY_NS
 
 
 def worker_id() -> str:
@@ -53,6 +55,7 @@ class Scene:
         _git(self.workspace, "add", "-A")
         _git(self.workspace, "commit", "-q", "-m", "bench workspace")
         self._write_config()
+        self._written = time.time()
 
     def set_hooks(
         self,
@@ -72,6 +75,16 @@ class Scene:
         ):
             path.write_text(json.dumps(hooks_document(commands), indent=2) + "\n")
             path.chmod(0o644)
+        self._written = time.time()
+
+    def settle(self) -> None:
+        """Wait until the files this scene wrote are older than the window in which the
+        worker reads them again on every event (`sources.RACY_NS`: a change within one
+        timer tick could go unseen otherwise), so what is measured is the steady state of
+        a workspace whose hooks files and HEAD are not being rewritten."""
+        left = self._written + RACY_NS / 1e9 + 0.05 - time.time()
+        if left > 0:
+            time.sleep(left)
 
     def settings_data(self) -> dict[str, Any]:
         return {

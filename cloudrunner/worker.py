@@ -272,6 +272,7 @@ class Worker(ClosesOnExit):
                 "commit": ws.commit,
                 "hooks": [hook.hook_id for hook in plan.hooks_to_run],
             },
+            runs=bool(plan.hooks_to_run),
         )
         ids["event_seq"] = received["seq"]
         shown = transcript.resolve(
@@ -379,13 +380,15 @@ class Worker(ClosesOnExit):
     # ------------------------------------------------------------------ pieces
 
     def _append_first(
-        self, event: str, kind: RecordKind, fields: Mapping[str, Any]
+        self, event: str, kind: RecordKind, fields: Mapping[str, Any], *, runs: bool = True
     ) -> dict[str, Any]:
         """Write an event's first record and make it durable (unless the operator chose
         fsync "never"; the sync is shared with concurrent events, see `group_commit`);
-        raises EventNotRecorded when it cannot be written."""
+        raises EventNotRecorded when it cannot be written. When the event runs no hook
+        (`runs` false) nothing waits for it to be on disk but the answer, so it is synced
+        with the event's last records (one sync for the event, not two)."""
         try:
-            record = self.audit.append(kind, fields, durable=True)
+            record = self.audit.append(kind, fields, durable=runs, deferred=not runs)
         except (AuditLogError, OSError) as exc:
             raise EventNotRecorded(
                 f"the {event or 'event'} event was not run: its first audit record could not "

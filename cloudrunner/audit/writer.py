@@ -196,25 +196,36 @@ class AuditWriter(ClosesOnExit):
         fields: Mapping[str, Any] | None = None,
         *,
         durable: bool = False,
+        deferred: bool = False,
     ) -> AuditRecord:
         """Append one record; returns it as written (with seq, prev_hash and hash)."""
-        return self.append_many([(kind, fields or {})], durable=durable)[0]
+        return self.append_many([(kind, fields or {})], durable=durable, deferred=deferred)[0]
 
     def append_many(
         self,
         entries: Iterable[tuple[RecordKind | str, Mapping[str, Any]]],
         *,
         durable: bool = False,
+        deferred: bool = False,
     ) -> list[AuditRecord]:
         """Append several records under one lock, so an event's records stay together.
 
         With fsync "always", or `durable` under any policy but "never", it returns once
         they are on disk: one fdatasync for the whole batch. An append with no other under
         way syncs under the lock; otherwise the sync is made after the lock is released and
-        shared with every batch appended while the previous sync ran (group commit)."""
+        shared with every batch appended while the previous sync ran (group commit).
+
+        `deferred`: the caller appends again before it answers, and that append's sync
+        (under the same policy) makes this one durable too, so this one makes no sync of its
+        own, whatever the policy. A sync covers everything written before it, a rotation
+        syncs the file it leaves, so the order of the chain is kept either way."""
+        if durable and deferred:
+            raise ValueError("an append is either durable on its own or deferred, not both")
         prepared = [self._prepare(kind, fields) for kind, fields in entries]
         policy = self.config.fsync
-        synced = policy is FsyncPolicy.ALWAYS or (durable and policy is not FsyncPolicy.NEVER)
+        synced = not deferred and (
+            policy is FsyncPolicy.ALWAYS or (durable and policy is not FsyncPolicy.NEVER)
+        )
         with self._arrivals_lock:
             self._arrivals += 1
         try:

@@ -57,6 +57,17 @@ def test_an_event_opens_with_received_and_closes_with_its_decision(worker: Worke
     assert verify_log(worker.settings.audit_path).ok
 
 
+def test_an_event_that_runs_no_hook_is_synced_once(worker: Worker) -> None:
+    """No hook runs, so nothing waits for its `received` record but the answer: it goes to
+    disk with the decision, in the one sync the answer waits for."""
+    payload = {"conversation_id": "c1", "hook_event_name": "stop", "status": "completed"}
+    before = worker.audit.syncs
+    worker.handle(json.dumps(payload).encode())
+    assert worker.audit.syncs - before == 1
+    kinds = [r["kind"] for r in _records(worker.settings.audit_path)]
+    assert kinds[0] == "received" and kinds[-1] == "decision"
+
+
 @pytest.mark.parametrize(
     ("raw", "says"),
     [

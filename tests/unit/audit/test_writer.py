@@ -21,6 +21,7 @@ from cloudrunner.audit import (
     verify_log,
 )
 from cloudrunner.audit.digest import digest_text
+from cloudrunner.audit.rotation import rotated_path
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -155,6 +156,38 @@ def test_a_durable_append_is_on_disk_under_every_policy_but_never(
         assert len(synced_sizes) == syncs
         if syncs:
             assert synced_sizes[0] == size  # the durable record, before the next was written
+
+
+@pytest.mark.parametrize(("policy", "syncs"), [("always", 1), ("interval", 0), ("never", 0)])
+def test_a_deferred_append_is_synced_by_the_next_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str, syncs: int
+) -> None:
+    """The first record of an event that runs no hook makes no sync of its own: the event's
+    last records, synced as the policy says, carry it to disk with them."""
+    log = tmp_path / "audit.log"
+    synced_sizes = _count_syncs(monkeypatch)
+    with AuditWriter(log, fsync=policy, fsync_interval=3600.0) as writer:
+        writer.append("received", {"i": 0}, deferred=True)
+        assert synced_sizes == []
+        writer.append("decision", {"i": 1})
+        assert synced_sizes == [log.stat().st_size] * syncs  # both records, one sync
+        with pytest.raises(ValueError, match="durable on its own or deferred"):
+            writer.append("received", {"i": 2}, durable=True, deferred=True)
+    assert verify_log(log).records == 2
+
+
+def test_a_deferred_record_is_synced_before_a_rotation_leaves_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "audit.log"
+    synced_sizes = _count_syncs(monkeypatch)
+    with AuditWriter(log, fsync="always", max_bytes=400) as writer:
+        writer.append("received", {"pad": "x" * 200}, deferred=True)
+        size = log.stat().st_size
+        writer.append("decision", {"pad": "y" * 200})  # over 400 bytes: rotates first
+        assert rotated_path(log, 1).stat().st_size == size
+        assert synced_sizes[0] == size  # the rotated file, synced before it was left
+    assert verify_log(log).records == 2
 
 
 def test_concurrent_durable_appends_share_their_syncs(

@@ -127,7 +127,7 @@ def measure_daemon(
         BARE: "`sh -c cat`, taken in turn with the rows above",
         SYNC: "write + fdatasync of a line in the state directory (an event waits for two)",
         FRONT: "GET /healthz from the bench process: the HTTP front, answered on its loop",
-        NO_HOOK: f"POST {NO_HOOK_EVENT} (no hook for it): every step of an event but the sandbox",
+        NO_HOOK: f"POST {NO_HOOK_EVENT} (no hook for it): an event without the sandbox, one sync",
     }
     for mode, taken in samples.items():
         report.add(Row(SECTION, CAT.name, mode, runtime, taken, bare_key(CAT), note=notes[mode]))

@@ -88,7 +88,8 @@ def render(found: dict[str, Any]) -> list[str]:
             f"  where it goes (p50): the HTTP front {found['front_p50_ms']:.2f} ms (GET /healthz "
             f"from the bench); an event no hook matches {found['event_over_front_ms']:+.2f} ms "
             "over that (the hand-over to an event thread, the worker, its records and their "
-            f"syncs); the hook through its warm sandbox {found['sandbox_hook_ms']:.2f} ms, "
+            f"one sync); a hook through its warm sandbox {found['sandbox_hook_ms']:.2f} ms "
+            "(with the sync of the event's first record before it runs), "
             f"{found['sandbox_hook_over_bare_ms']:+.2f} ms over the bare `sh -c cat`"
         )
     for key, name in (

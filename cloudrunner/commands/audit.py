@@ -8,33 +8,44 @@ import argparse
 import json
 
 from cloudrunner.audit.verify import VerifyReport, verify_log
+from cloudrunner.command_groups import command_group, subcommand
 from cloudrunner.errors import ExitCode
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("audit", help="inspect and verify the audit log")
-    asub = p.add_subparsers(dest="audit_command", required=True, metavar="COMMAND")
-    v = asub.add_parser("verify", help="check the hash chain of an audit log and its rotated files")
-    add_verify_arguments(v)
-    v.set_defaults(handler=verify_command)
-    add_reading_commands(asub)
-
-
-def add_reading_commands(asub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from cloudrunner.audit import export, query, stats, tail
 
-    q = asub.add_parser("query", help="the records that match filters, as a table or JSON lines")
-    query.add_query_arguments(q)
-    q.set_defaults(handler=query.query_command)
-    s = asub.add_parser("stats", help="counts, decisions, durations, failures per event and hook")
-    stats.add_stats_arguments(s)
-    s.set_defaults(handler=stats.stats_command)
-    t = asub.add_parser("tail", help="the last records, and with -f new ones across rotation")
-    tail.add_tail_arguments(t)
-    t.set_defaults(handler=tail.tail_command)
-    e = asub.add_parser("export", help="one JSON lines stream for a log pipeline, chain kept")
-    export.add_export_arguments(e)
-    e.set_defaults(handler=export.export_command)
+    group = command_group(sub, "audit", "inspect and verify the audit log")
+    subcommand(
+        group,
+        "verify",
+        "check the hash chain of an audit log and its rotated files",
+        add_verify_arguments,
+        verify_command,
+    )
+    subcommand(
+        group,
+        "query",
+        "the records that match filters, as a table or JSON lines",
+        query.add_query_arguments,
+        query.query_command,
+    )
+    subcommand(
+        group,
+        "stats",
+        "counts, decisions, durations, failures per event and hook",
+        stats.add_stats_arguments,
+        stats.stats_command,
+    )
+    subcommand(
+        group,
+        "tail",
+        "the last records, and with -f new ones across rotation",
+        tail.add_tail_arguments,
+        tail.tail_command,
+    )
+    subcommand(group, "export", "one JSON lines stream for a log pipeline, chain kept",
+               export.add_export_arguments, export.export_command)  # fmt: skip
 
 
 def add_verify_arguments(parser: argparse.ArgumentParser) -> None:

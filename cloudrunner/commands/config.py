@@ -6,19 +6,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cloudrunner.command_groups import command_group, subcommand
 from cloudrunner.commands.run import add_settings_flags, settings_from
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("config", help="write or show the worker settings")
-    csub = p.add_subparsers(dest="config_command", required=True, metavar="COMMAND")
-    init = csub.add_parser("init", help="write a commented default settings file")
-    init.add_argument("file", nargs="?", type=Path, default=Path("cloudrunner.toml"))
-    init.add_argument("--force", action="store_true", help="overwrite an existing file")
-    init.set_defaults(handler=init_command)
-    show = csub.add_parser("show", help="print the effective settings as TOML")
-    add_settings_flags(show)
-    show.set_defaults(handler=show_command)
+    group = command_group(sub, "config", "write or show the worker settings")
+    subcommand(group, "init", "write a commented default settings file", add_init_arguments,
+               init_command)  # fmt: skip
+    subcommand(group, "show", "print the effective settings as TOML", add_settings_flags,
+               show_command)  # fmt: skip
+
+
+def add_init_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", nargs="?", type=Path, default=Path("cloudrunner.toml"))
+    parser.add_argument("--force", action="store_true", help="overwrite an existing file")
 
 
 def init_command(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from cloudrunner.command_groups import command_group
 from cloudrunner.gate import (
     STATE_DIR_ENV,
     GateError,
@@ -24,8 +25,7 @@ from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("gate", help="hold the writability gate open or closed, or show it")
-    gsub = parser.add_subparsers(dest="gate_command", required=True, metavar="COMMAND")
+    gsub = command_group(sub, "gate", "hold the writability gate open or closed, or show it")
     helps = {
         "open": "hold the gate open: hooks run even if the workspace probe fails",
         "close": "hold the gate closed: no hooks file is read and no hook runs",

@@ -6,17 +6,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cloudrunner.command_groups import command_group, subcommand
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("hooks", help="inspect a repository's project hooks")
-    hsub = p.add_subparsers(dest="hooks_command", required=True, metavar="COMMAND")
-    d = hsub.add_parser(
+    group = command_group(sub, "hooks", "inspect a repository's project hooks")
+    subcommand(
+        group,
         "digest",
-        help="print the digest of a repository's hooks (the file and the scripts it runs), "
+        "print the digest of a repository's hooks (the file and the scripts it runs), "
         "to approve in sources.project_digests",
+        add_digest_arguments,
+        digest_command,
     )
-    add_digest_arguments(d)
-    d.set_defaults(handler=digest_command)
 
 
 def add_digest_arguments(parser: argparse.ArgumentParser) -> None:

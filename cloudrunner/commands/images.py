@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import re
 
+from cloudrunner.command_groups import command_group, subcommand
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("images", help="build the hook runtime images locally")
-    isub = p.add_subparsers(dest="images_command", required=True, metavar="COMMAND")
-    b = isub.add_parser("build", help="build cloudrunner/base and cloudrunner/hook-runtime")
-    add_build_arguments(b)
-    b.set_defaults(handler=build_command)
+    group = command_group(sub, "images", "build the hook runtime images locally")
+    subcommand(group, "build", "build cloudrunner/base and cloudrunner/hook-runtime",
+               add_build_arguments, build_command)  # fmt: skip
 
 
 def add_build_arguments(parser: argparse.ArgumentParser) -> None:

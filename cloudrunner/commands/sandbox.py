@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cloudrunner.command_groups import command_group, subcommand
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("sandbox", help="manage sandbox containers")
-    ssub = p.add_subparsers(dest="sandbox_command", required=True, metavar="COMMAND")
-    pr = ssub.add_parser("prune", help="remove sandbox containers whose worker is gone")
-    add_prune_arguments(pr)
-    pr.set_defaults(handler=prune_command)
+    group = command_group(sub, "sandbox", "manage sandbox containers")
+    subcommand(group, "prune", "remove sandbox containers whose worker is gone",
+               add_prune_arguments, prune_command)  # fmt: skip
 
 
 def add_prune_arguments(parser: argparse.ArgumentParser) -> None:

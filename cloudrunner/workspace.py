@@ -814,21 +814,16 @@ def head_commit(ws: Workspace) -> str | None:
 def _git_dir_of(root: Path) -> tuple[Path, Path] | None:
     """The repository directory holding `root` and its `.git` directory, or None when the
     nearest `.git` is not a directory (a worktree's or submodule's `.git` file) or there is
-    none. The checkout's own `.git` is tried first with one stat (the daemon's every event)."""
-    try:
-        if stat.S_ISDIR(os.stat(f"{root}/.git").st_mode):
-            return root, root / ".git"
-        return None
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return None
-    for directory in root.parents:
-        git_dir = directory / ".git"
-        if git_dir.is_dir():
-            return directory, git_dir
-        if git_dir.exists():
+    none (or it cannot be looked at). One stat per directory, the checkout's own first: on the
+    daemon's every event that is the only one."""
+    for directory in (root, *root.parents):
+        try:
+            mode = os.stat(f"{directory}/.git").st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # none here: the parent's
+        except OSError:
             return None
+        return (directory, directory / ".git") if stat.S_ISDIR(mode) else None
     return None
 
 

@@ -34,7 +34,15 @@ import docker
 import docker.errors
 
 from cloudrunner import environment as project_environment
-from cloudrunner import gate, hook_home, ownership, recording, transcript, workspace
+from cloudrunner import (
+    gate,
+    hook_home,
+    ownership,
+    recording,
+    transcript,
+    workspace,
+    workspace_match,
+)
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind, TornAcknowledgement
 from cloudrunner.audit.pipeline import Cleaned
 from cloudrunner.closing import ClosesOnExit
@@ -83,7 +91,7 @@ class PayloadRefused(CloudrunnerError):
 
     `code` is stable (the daemon's API answers with it): payload-too-large,
     payload-not-json, payload-invalid, event-missing, unknown-event, event-not-in-cloud,
-    workspace-unavailable.
+    workspace-unavailable, workspace-mismatch.
     """
 
     def __init__(self, message: str, code: str) -> None:
@@ -215,9 +223,12 @@ class Worker(ClosesOnExit):
             self._refuse(name, document, exc.message, "unknown-event")
         except EventNotAvailable as exc:
             self._refuse(name, document, exc.message, "event-not-in-cloud")
-        ws = self._current(self._resolve_workspace(document, ids))
-        access = self._grant_access(ws, document, ids)
-        decision = self._gate(ws.root)
+        roots_absent = self._refuse_other_workspace(document, ids)
+        decision = self._gate_before_clone()
+        if decision is None:
+            ws = self._current(self._resolve_workspace(document, ids))
+            access = self._grant_access(ws, document, ids)
+            decision = self._gate(ws.root)
         if not decision.open:
             answer = neutral_answer(name)
             self._append_first(
@@ -271,6 +282,7 @@ class Worker(ClosesOnExit):
                 "workspace": str(ws.root),
                 "commit": ws.commit,
                 "hooks": [hook.hook_id for hook in plan.hooks_to_run],
+                **({"workspace_roots_absent": True} if roots_absent else {}),
             },
             runs=bool(plan.hooks_to_run),
         )
@@ -572,6 +584,39 @@ class Worker(ClosesOnExit):
             ) from exc
         raise PayloadRefused(reason, code)
 
+    def _configured_root(self) -> Path | None:
+        """The directory a worker with a configured workspace serves (None without one)."""
+        cfg = self.settings.workspace
+        if cfg.path is not None:
+            return cfg.path
+        if cfg.repo:
+            key = hashlib.sha256(f"{cfg.repo}\n{cfg.ref}".encode()).hexdigest()[:16]
+            return self.settings.clone_dir / key
+        return None
+
+    def _refuse_other_workspace(self, document: Mapping[str, Any], ids: Mapping[str, Any]) -> bool:
+        """Refuse an event naming another workspace than the configured one (hooks act on
+        the agent's tree only); True when the payload names none (see workspace_match)."""
+        configured = self._configured_root()
+        if configured is None:
+            return False
+        check = workspace_match.check_roots(configured, document.get("workspace_roots"))
+        if check.code is not None:
+            self._refuse(ids["event"], document, check.reason, check.code)
+        return check.absent
+
+    def _gate_before_clone(self) -> gate.GateDecision | None:
+        """With --repo and --workspace DIR, DIR not cloned yet and not writable: the held
+        gate's decision on DIR (nothing is cloned until it is writable), else None."""
+        cfg = self.settings.workspace
+        dest = cfg.path
+        if not cfg.repo or dest is None or not dest.is_absolute() or "" in self._workspaces:
+            return None
+        if not dest.is_dir() or (dest / ".git").exists():
+            return None
+        decision = self._gate(dest)
+        return None if decision.open else decision
+
     def _resolve_workspace(
         self, document: Mapping[str, Any], ids: Mapping[str, Any]
     ) -> workspace.Workspace:
@@ -608,12 +653,12 @@ class Worker(ClosesOnExit):
                 f'relative; give an absolute path (for example --workspace "$PWD/{cfg.path}")'
             )
         if cfg.repo:
-            dest = (
-                cfg.path
-                or self.settings.clone_dir
-                / hashlib.sha256(f"{cfg.repo}\n{cfg.ref}".encode()).hexdigest()[:16]
-            )
-            with _locked(dest.parent / f".{dest.name}.lock"):
+            dest = self._configured_root()
+            assert dest is not None
+            # the lock lives in the state directory: DIR's parent may be read-only (a
+            # volume mounted at /workspace in a container with a read-only root)
+            lock = hashlib.sha256(str(dest).encode()).hexdigest()[:16]
+            with _locked(self.settings.clone_dir / f".{lock}.lock"):
                 if (dest / ".git").exists():
                     return workspace.adopt(dest, trust_project_hooks=trust)
                 credentials = workspace.Credentials(

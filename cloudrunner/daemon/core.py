@@ -460,6 +460,8 @@ _REFUSAL_STATUS = {
     "unknown-event": 404,
     "event-not-in-cloud": 422,
     "workspace-unavailable": 422,
+    # the event names another directory than the worker's configured workspace
+    "workspace-mismatch": 409,
     "payload-unencodable": 400,
     # the worker cannot keep the event's records: nothing ran; the client applies its policy
     "audit-unwritable": 503,

@@ -67,6 +67,7 @@ _EVENT_ERRORS: dict[int, Reply] = {
     ),
     401: Reply("unauthorized (TCP without the bearer token)", models.Error, ("unauthorized",)),
     404: _error("unknown-event", "unknown-session"),
+    409: _error("workspace-mismatch"),
     411: _error("length-required"),
     413: _error("payload-too-large"),
     422: _error("event-not-in-cloud", "workspace-unavailable"),

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 #: whose `add_parser` adds it (its arguments and handler) to the top-level parser
 COMMANDS = (
     "run", "serve", "hook", "health", "images", "config",
-    "gate", "validate", "hooks", "audit", "sandbox", "replay",
+    "gate", "validate", "hooks", "audit", "sandbox", "replay", "vm",
 )  # fmt: skip
 #: commands served by the stdlib-only client without importing the rest of the package
 CLIENT_COMMANDS = ("hook", "health")

@@ -612,10 +612,18 @@ class Worker(ClosesOnExit):
         dest = cfg.path
         if not cfg.repo or dest is None or not dest.is_absolute() or "" in self._workspaces:
             return None
-        if not dest.is_dir() or (dest / ".git").exists():
-            return None
-        decision = self._gate(dest)
+        with _locked(self._clone_lock(dest)):  # not while another thread clones into it
+            if not dest.is_dir() or (dest / ".git").exists():
+                return None
+            decision = self._gate(dest)
         return None if decision.open else decision
+
+    def _clone_lock(self, dest: Path) -> Path:
+        """The lock of a clone into `dest`, in the state directory: DIR's parent may be
+        read-only (a volume mounted at /workspace in a container with a read-only root)."""
+        return (
+            self.settings.clone_dir / f".{hashlib.sha256(str(dest).encode()).hexdigest()[:16]}.lock"
+        )
 
     def _resolve_workspace(
         self, document: Mapping[str, Any], ids: Mapping[str, Any]
@@ -655,10 +663,7 @@ class Worker(ClosesOnExit):
         if cfg.repo:
             dest = self._configured_root()
             assert dest is not None
-            # the lock lives in the state directory: DIR's parent may be read-only (a
-            # volume mounted at /workspace in a container with a read-only root)
-            lock = hashlib.sha256(str(dest).encode()).hexdigest()[:16]
-            with _locked(self.settings.clone_dir / f".{lock}.lock"):
+            with _locked(self._clone_lock(dest)):
                 if (dest / ".git").exists():
                     return workspace.adopt(dest, trust_project_hooks=trust)
                 credentials = workspace.Credentials(

@@ -19,7 +19,7 @@ def test_the_whole_parser_lists_every_command(capsys: pytest.CaptureFixture[str]
     assert done.value.code == 0
     out = capsys.readouterr().out
     for command in ("run", "serve", "hook", "health", "images", "config", "gate", "validate",
-                    "audit", "sandbox", "replay"):  # fmt: skip
+                    "audit", "sandbox", "replay", "vm"):  # fmt: skip
         assert f"    {command} " in out, command
 
 

@@ -1,0 +1,120 @@
+"""`cloudrunner vm`: set up a cloud agent's VM in one command (the work is in
+cloudrunner/vm_setup.py): the agent's hooks file routing the 14 cloud events to the
+client, and a systemd unit for `cloudrunner serve` on the agent's workspace. With
+`--check`, report what an existing agent configuration lacks and exit 1 when it lacks
+anything."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from cloudrunner import vm_setup
+from cloudrunner.commands.run import SETTINGS_FLAGS, add_settings_flags, settings_from
+from cloudrunner.commands.serve import SERVE_FLAGS
+from cloudrunner.errors import ExitCode
+
+DEFAULT_AGENT_HOOKS = Path("/etc/cursor/hooks.json")
+DEFAULT_UNIT = Path("/etc/systemd/system/cloudrunner.service")
+#: the daemon's enterprise hooks file when none is given (the default /etc/cursor/hooks.json)
+DEFAULT_ENTERPRISE = Path("/etc/cursor/hooks.json")
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "vm",
+        help="set up a cloud agent's VM: the agent's hooks file for the 14 cloud events "
+        "and a systemd unit for the daemon (or --check an existing one)",
+    )
+    add_settings_flags(parser, SERVE_FLAGS)
+    parser.add_argument(
+        "--agent-hooks", type=Path, default=DEFAULT_AGENT_HOOKS, metavar="FILE",
+        help=f"the agent's hooks file to write or check (default {DEFAULT_AGENT_HOOKS})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--unit", type=Path, default=DEFAULT_UNIT, metavar="FILE",
+        help=f"the systemd unit to write (default {DEFAULT_UNIT})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--client", type=Path, metavar="PATH",
+        help=f"the client the agent runs (default: {vm_setup.COMPILED_CLIENT} beside this "
+        "cloudrunner, else `cloudrunner hook`)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--user",
+        metavar="NAME",
+        help="the unit runs the daemon as this user (with the docker group)",
+    )
+    parser.add_argument(
+        "--check", action="store_true",
+        help="write nothing: report what the existing agent hooks file lacks (exit 1 if any)",
+    )  # fmt: skip
+    parser.set_defaults(handler=command)
+
+
+def command(args: argparse.Namespace) -> int:
+    settings = settings_from(args, SERVE_FLAGS)
+    workspace = settings.workspace.path
+    if workspace is None or not workspace.is_absolute():
+        raise vm_setup.VmSetupError(
+            "give --workspace DIR, the absolute path of the checkout the agent edits (with "
+            "--repo URL the daemon clones into it)"
+        )
+    agent_hooks: Path = args.agent_hooks.absolute()
+    enterprise = settings.sources.enterprise_hooks or DEFAULT_ENTERPRISE
+    if os.path.realpath(enterprise) == os.path.realpath(agent_hooks):
+        raise vm_setup.VmSetupError(
+            f"the daemon would load the agent's hooks file {agent_hooks} as its enterprise "
+            "hooks and call itself; give the fleet's hooks another file with "
+            "--enterprise-hooks FILE (for example /etc/cloudrunner/enterprise-hooks.json)"
+        )
+    made = vm_setup.plan(settings)
+    for note in made.notes:
+        print(f"cloudrunner: note: {note}", file=sys.stderr)
+    if args.check:
+        return _check(agent_hooks, made)
+    client = vm_setup.find_client(args.client)
+    document = vm_setup.agent_hooks(made.needs, client, settings.socket_path)
+    launcher = client.argv[0] if not client.compiled else _cloudrunner_command()
+    unit = vm_setup.systemd_unit(
+        settings, vm_setup.serve_argv(settings, launcher, _given_flags(args)), args.user
+    )
+    vm_setup.write_file(agent_hooks, json.dumps(document, indent=2) + "\n")
+    vm_setup.write_file(args.unit, unit)
+    closed = [n.event for n in made.needs if n.fail_closed]
+    print(f"wrote {agent_hooks}: the 14 cloud events, through {client.label}")
+    print(f"  socket {settings.socket_path}; workspace {workspace} (point the agent at it)")
+    print(f"  failClosed: {', '.join(closed) if closed else 'none (no loaded hook needs it)'}")
+    print(f"wrote {args.unit}: `cloudrunner serve` (systemctl enable --now {args.unit.name})")
+    return ExitCode.OK
+
+
+def _check(agent_hooks: Path, made: vm_setup.Plan) -> int:
+    faults = vm_setup.check(vm_setup.read_hooks_file(agent_hooks), made.needs)
+    for fault in faults:
+        print(f"{agent_hooks}: {fault}")
+    if faults:
+        print(f"{len(faults)} fault(s); `cloudrunner vm` with the same flags rewrites the file")
+        return 1
+    print(f"{agent_hooks}: routes the 14 cloud events as the loaded sources need")
+    return ExitCode.OK
+
+
+def _given_flags(args: argparse.Namespace) -> list[str]:
+    """The settings flags given to `vm`, as `serve` takes them (paths made absolute)."""
+    words: list[str] = []
+    if args.config is not None:
+        words += ["--config", str(args.config.absolute())]
+    for flag in {**SETTINGS_FLAGS, **SERVE_FLAGS}:
+        value = getattr(args, "setting_" + flag.lstrip("-").replace("-", "_"), None)
+        if value is not None:
+            words += [flag, str(value.absolute() if isinstance(value, Path) else value)]
+    return words
+
+
+def _cloudrunner_command() -> str:
+    beside = Path(sys.executable).parent / "cloudrunner"
+    return str(beside) if beside.is_file() else "cloudrunner"

@@ -110,6 +110,24 @@ def prepare_socket(path: Path) -> None:
     )
 
 
+def _say_workspace(settings: Settings) -> None:
+    """Which tree the hooks act on: the agent must be pointed at that same directory
+    (an event naming another one is refused as workspace-mismatch)."""
+    cfg = settings.workspace
+    if cfg.path is not None:
+        how = f"cloned from {cfg.repo} into it once it is writable" if cfg.repo else "adopted"
+        print(f"cloudrunner: workspace {cfg.path} ({how}); point the agent at it",
+              file=sys.stderr, flush=True)  # fmt: skip
+    elif cfg.repo:
+        print(
+            f"cloudrunner: warning: --repo without --workspace clones into {settings.clone_dir}, "
+            "a tree no agent edits: events naming the agent's workspace are refused "
+            "(workspace-mismatch); give --workspace DIR, the agent's workspace, to clone there",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def command(args: argparse.Namespace) -> int:
     settings = settings_from(args, SERVE_FLAGS)
     tcp: tuple[str, int, str] | None = None
@@ -166,6 +184,7 @@ async def _serve(settings: Settings, socket_path: Path, tcp: tuple[str, int, str
             file=sys.stderr,
             flush=True,
         )
+        _say_workspace(settings)
         caps = settings.server.max_connections * len(where) + (
             settings.server.max_unauthenticated if tcp else 0
         )

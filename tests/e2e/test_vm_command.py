@@ -140,6 +140,7 @@ def test_the_written_configuration_routes_every_cloud_event_to_a_real_daemon(
         assert other["permission"] == "allow" or "fail-closed" in other["agent_message"]
     finally:
         assert daemon.stop() == 0
+    assert any(f"workspace {deployment.workspace} (cloned from" in x for x in daemon.stderr_lines)
     records = deployment.records()
     received = {r["event"] for r in records if r["kind"] == "received"}
     assert received == set(CLOUD_EVENTS)

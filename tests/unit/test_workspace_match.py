@@ -145,3 +145,18 @@ def test_the_clone_into_dir_waits_for_dir_to_be_writable(tmp_path: Path) -> None
     assert received[-1]["workspace"] == str(dest)
     assert not (tmp_path / ".agent-ws.lock").exists()  # the lock is in the state directory
     assert verify_log(worker.settings.audit_path).ok
+
+
+def test_serve_says_which_tree_the_hooks_act_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cloudrunner.commands.serve import _say_workspace
+
+    base = {"state_dir": str(tmp_path / "state")}
+    _say_workspace(load_settings(environ={}, overrides={**base, "workspace.repo": "file:///o"}))
+    warned = capsys.readouterr().err
+    assert "warning: --repo without --workspace" in warned and "workspace-mismatch" in warned
+    _say_workspace(load_settings(environ={}, overrides={
+        **base, "workspace.repo": "file:///o", "workspace.path": "/srv/ws"}))  # fmt: skip
+    said = capsys.readouterr().err
+    assert "workspace /srv/ws (cloned from file:///o into it once it is writable)" in said

@@ -32,6 +32,7 @@ from tests.support.ci import needs_root
 from tests.support.cloud_payloads import payload
 from tests.support.compose_services import run_arguments, service
 from tests.support.docker_tracking import DockerTracker
+from tests.support.git_repos import git
 from tests.support.mounts import mount
 
 pytestmark = [pytest.mark.docker, needs_root("mounts the workspace read-only, then writable")]
@@ -107,14 +108,24 @@ def _unmount_all(workspace: Path) -> None:
 
 @contextlib.contextmanager
 def colocated(
-    client: docker.DockerClient, image: str, base: Path, tracker: DockerTracker, *, writable: bool
+    client: docker.DockerClient,
+    image: str,
+    base: Path,
+    tracker: DockerTracker,
+    *,
+    writable: bool,
+    agent_clones: bool = False,
 ) -> Iterator[Colocated]:
+    """The two services; the worker clones the repository into the workspace, or with
+    `agent_clones` adopts the checkout the agent's platform made (CLOUDRUNNER_REPO empty)."""
     base.chmod(0o755)
     deployment = make_deployment(base, tracker.worker_id)
     disk, run_dir = base / "disk", base / "run"
     for directory in (deployment.state, deployment.workspace, disk, run_dir):
         directory.mkdir()
     run_dir.chmod(0o700)
+    if agent_clones:
+        git(base, "clone", "-q", str(deployment.origin), str(disk))
     _chown(base)
     variables = {
         "AGENT_IMAGE": image,
@@ -125,8 +136,8 @@ def colocated(
         "CLOUDRUNNER_ENTERPRISE_DIR": str(deployment.enterprise),
         "CLOUDRUNNER_WORKER_ID": tracker.worker_id,
         "CLOUDRUNNER_VERSION": image.rsplit(":", 1)[1],
-        "CLOUDRUNNER_REPO": deployment.origin.as_uri(),
-        "CLOUDRUNNER_REF": "main",
+        "CLOUDRUNNER_REPO": "" if agent_clones else deployment.origin.as_uri(),
+        "CLOUDRUNNER_REF": "" if agent_clones else "main",
     }
     _mount_over(disk, deployment.workspace, writable=writable)
     started: list[Container] = []
@@ -214,10 +225,12 @@ def test_an_event_naming_another_directory_is_refused_and_runs_nothing(
     tmp_path: Path,
     docker_tracker: DockerTracker,
 ) -> None:
-    with colocated(docker_client, worker_image, tmp_path, docker_tracker, writable=True) as c:
+    with colocated(
+        docker_client, worker_image, tmp_path, docker_tracker, writable=True, agent_clones=True
+    ) as c:
         ws = c.workspace
         _, answer, _ = c.send("beforeShellExecution", command="ls", cwd=str(ws))
-        assert answer == {"permission": "allow"}  # cloned; `ls` matches no guard
+        assert answer == {"permission": "allow"}  # adopted; `ls` matches no guard
         hooks_before = len(c.records("hook"))
         elsewhere = "/tmp/another-checkout"
         code, answer, stderr = c.send(

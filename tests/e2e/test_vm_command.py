@@ -200,3 +200,15 @@ def test_vm_refuses_a_setup_that_would_call_itself_and_a_relative_workspace(
                               "--enterprise-hooks", str(tmp_path / "e.json")],
                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert missing.returncode != 0 and "does not exist" in missing.stderr
+    for junk in (b"\xff\xfe", b"{not json", b"[]"):
+        (tmp_path / "hooks.json").write_bytes(junk)
+        bad = subprocess.run([*base, "--check", "--workspace", str(tmp_path),
+                              "--enterprise-hooks", str(tmp_path / "e.json")],
+                             capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        assert bad.returncode != 0 and "Traceback" not in bad.stderr + bad.stdout
+        said = (bad.stderr + bad.stdout).strip().splitlines()
+        assert any(str(tmp_path / "hooks.json") in line for line in said), said
+    relative = subprocess.run([*base, "--workspace", "ws"], capture_output=True, text=True,
+                              timeout=60, check=False)  # fmt: skip
+    assert relative.returncode != 0 and "absolute" in relative.stderr
+    assert "Traceback" not in relative.stderr

@@ -16,3 +16,11 @@ def git(cwd: Path, *args: str) -> str:
         text=True,
     )
     return out.stdout.strip()
+
+
+def empty_repo(path: Path) -> Path:
+    """A new repository at `path` (created) on branch main with one empty commit."""
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    git(path, "commit", "-q", "--allow-empty", "-m", "empty")
+    return path

@@ -18,15 +18,11 @@ from cloudrunner.audit import verify_log
 from cloudrunner.settings import load_settings
 from cloudrunner.worker import PayloadRefused, Worker
 from cloudrunner.workspace_match import MISMATCH, check_roots
-from tests.support.git_repos import git
+from tests.support.git_repos import empty_repo
 
 
 def _repo(root: Path) -> Path:
-    ws = root / "ws"
-    ws.mkdir()
-    git(ws, "init", "-q", "-b", "main")
-    git(ws, "commit", "-q", "--allow-empty", "-m", "empty")
-    return ws
+    return empty_repo(root / "ws")
 
 
 def _worker(root: Path, **overrides: Any) -> Worker:

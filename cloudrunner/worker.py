@@ -598,8 +598,8 @@ class Worker(ClosesOnExit):
         """Refuse an event naming another workspace than the configured one (hooks act on
         the agent's tree only); True when the payload names none (see workspace_match)."""
         configured = self._configured_root()
-        if configured is None:
-            return False
+        if configured is None or not configured.is_absolute():
+            return False  # a relative --workspace is refused when it is resolved
         check = workspace_match.check_roots(configured, document.get("workspace_roots"))
         if check.code is not None:
             self._refuse(ids["event"], document, check.reason, check.code)
@@ -621,9 +621,8 @@ class Worker(ClosesOnExit):
     def _clone_lock(self, dest: Path) -> Path:
         """The lock of a clone into `dest`, in the state directory: DIR's parent may be
         read-only (a volume mounted at /workspace in a container with a read-only root)."""
-        return (
-            self.settings.clone_dir / f".{hashlib.sha256(str(dest).encode()).hexdigest()[:16]}.lock"
-        )
+        digest = hashlib.sha256(str(dest).encode()).hexdigest()[:16]
+        return self.settings.clone_dir / f".{digest}.lock"
 
     def _resolve_workspace(
         self, document: Mapping[str, Any], ids: Mapping[str, Any]

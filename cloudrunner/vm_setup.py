@@ -255,6 +255,22 @@ def check(document: object, needs: Sequence[EventNeed]) -> list[str]:
     return faults
 
 
+def foreign_entries(document: object) -> list[str]:
+    """The entries of an existing agent hooks file that do not call a cloudrunner client
+    (`EVENT: command`): writing the file anew would drop them."""
+    if not isinstance(document, Mapping) or not isinstance(document.get("hooks"), Mapping):
+        return ["the file is not a hooks file"]
+    found: list[str] = []
+    for event, entries in document["hooks"].items():
+        for entry in entries if isinstance(entries, list) else [entries]:
+            command = entry.get("command") if isinstance(entry, Mapping) else None
+            if not _routes(command, str(event)):
+                found.append(
+                    f"{event}: {str(command)[:80]!r}" if command else f"{event}: {entry!r:.80}"
+                )
+    return found
+
+
 def _entry_faults(need: EventNeed, entry: Mapping[str, Any]) -> list[str]:
     faults: list[str] = []
     argv = shlex.split(str(entry["command"]))

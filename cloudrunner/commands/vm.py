@@ -76,6 +76,7 @@ def command(args: argparse.Namespace) -> int:
         print(f"cloudrunner: note: {note}", file=sys.stderr)
     if args.check:
         return _check(agent_hooks, made)
+    _refuse_to_drop_hooks(agent_hooks)
     client = vm_setup.find_client(args.client)
     document = vm_setup.agent_hooks(made.needs, client, settings.socket_path)
     launcher = client.argv[0] if not client.compiled else _cloudrunner_command()
@@ -101,6 +102,21 @@ def _check(agent_hooks: Path, made: vm_setup.Plan) -> int:
         return 1
     print(f"{agent_hooks}: routes the 14 cloud events as the loaded sources need")
     return ExitCode.OK
+
+
+def _refuse_to_drop_hooks(agent_hooks: Path) -> None:
+    """An existing agent hooks file is rewritten only when it holds nothing but entries
+    calling the client: other hooks would be dropped silently."""
+    if not agent_hooks.exists():
+        return
+    foreign = vm_setup.foreign_entries(vm_setup.read_hooks_file(agent_hooks))
+    if foreign:
+        raise vm_setup.VmSetupError(
+            f"{agent_hooks} holds hooks that do not call cloudrunner ({'; '.join(foreign[:3])}"
+            f"{'; ...' if len(foreign) > 3 else ''}); give them to the daemon instead "
+            "(--enterprise-hooks FILE, where they run in containers) or remove them, then run "
+            "`cloudrunner vm` again"
+        )
 
 
 def _given_flags(args: argparse.Namespace) -> list[str]:

@@ -208,6 +208,15 @@ def test_vm_refuses_a_setup_that_would_call_itself_and_a_relative_workspace(
         assert bad.returncode != 0 and "Traceback" not in bad.stderr + bad.stdout
         said = (bad.stderr + bad.stdout).strip().splitlines()
         assert any(str(tmp_path / "hooks.json") in line for line in said), said
+    own = {"version": 1, "hooks": {"stop": [{"command": "/usr/local/bin/notify.sh"}]}}
+    (tmp_path / "hooks.json").write_text(json.dumps(own))
+    kept = subprocess.run([*base, "--workspace", str(tmp_path), "--enterprise-hooks",
+                           str(tmp_path / "e.json")],
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert (
+        kept.returncode != 0 and "notify.sh" in kept.stderr and "--enterprise-hooks" in kept.stderr
+    )
+    assert json.loads((tmp_path / "hooks.json").read_text()) == own  # not dropped
     relative = subprocess.run([*base, "--workspace", "ws"], capture_output=True, text=True,
                               timeout=60, check=False)  # fmt: skip
     assert relative.returncode != 0 and "absolute" in relative.stderr

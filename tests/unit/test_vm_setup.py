@@ -180,3 +180,15 @@ def test_find_client_prefers_the_compiled_one(tmp_path: Path) -> None:
     for bad in (Path("relative/cloudrunner-hook"), tmp_path / "missing"):
         with pytest.raises(vm_setup.VmSetupError):
             vm_setup.find_client(bad)
+
+
+def test_foreign_entries_are_the_ones_a_rewrite_would_drop(tmp_path: Path) -> None:
+    needs = [EventNeed(e, 90, False, None) for e in CLOUD_EVENTS]
+    ours = vm_setup.agent_hooks(needs, _client(tmp_path), Path("/s.sock"))
+    assert vm_setup.foreign_entries(ours) == []
+    ours["hooks"]["stop"].append({"command": "./notify.sh"})
+    ours["hooks"]["afterFileEdit"] = [{"type": "prompt", "prompt": "x"}]
+    ours["hooks"]["preCompact"] = "not a list"
+    found = vm_setup.foreign_entries(ours)
+    assert "stop: './notify.sh'" in found and len(found) == 3
+    assert vm_setup.foreign_entries([]) == ["the file is not a hooks file"]

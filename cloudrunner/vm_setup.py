@@ -38,6 +38,8 @@ from cloudrunner.sources import LoadedSource, SourceSettings, load_sources
 MARGIN_S = 30
 #: the compiled client's file name (beside the `cloudrunner` command)
 COMPILED_CLIENT = "cloudrunner-hook"
+#: the clients, preferred first: each takes `hook EVENT`
+CLIENT_NAMES = (COMPILED_CLIENT, "cloudrunner")
 
 
 class VmSetupError(CloudrunnerError):
@@ -72,7 +74,7 @@ class Client:
     @property
     def label(self) -> str:
         return (
-            f"the compiled client {self.argv[0]}"
+            f"the compiled client {' '.join(self.argv)}"
             if self.compiled
             else f"the Python client {' '.join(self.argv)} (no {COMPILED_CLIENT} beside it)"
         )
@@ -86,27 +88,30 @@ class Plan:
 
 
 def find_client(explicit: Path | None = None, bin_dir: Path | None = None) -> Client:
-    """`explicit` (a compiled client, or a `cloudrunner` command), else `cloudrunner-hook`
-    beside this interpreter's `cloudrunner`, else `cloudrunner hook`."""
+    """`explicit` (a `cloudrunner-hook` or a `cloudrunner` command), else `cloudrunner-hook`
+    beside this interpreter's `cloudrunner`, else `cloudrunner hook`. Both take the event
+    after the word `hook`."""
     if explicit is not None:
         if not explicit.is_absolute():
             raise VmSetupError(f"--client {explicit} is not an absolute path; give the full path")
+        if explicit.name not in CLIENT_NAMES:
+            raise VmSetupError(
+                f"--client {explicit} is neither {COMPILED_CLIENT} nor cloudrunner; give the "
+                "path of one of them"
+            )
         if not (explicit.is_file() and os.access(explicit, os.X_OK)):
             raise VmSetupError(f"--client {explicit} is not an executable file")
-        if explicit.name == "cloudrunner":
-            return Client((str(explicit), "hook"), compiled=False)
-        return Client((str(explicit),), compiled=True)
+        return Client((str(explicit), "hook"), compiled=explicit.name == COMPILED_CLIENT)
     where = bin_dir or Path(sys.executable).parent
-    compiled = where / COMPILED_CLIENT
-    if compiled.is_file() and os.access(compiled, os.X_OK):
-        return Client((str(compiled),), compiled=True)
-    python = where / "cloudrunner"
-    if python.is_file() and os.access(python, os.X_OK):
-        return Client((str(python), "hook"), compiled=False)
+    for name in CLIENT_NAMES:
+        candidate = where / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return Client((str(candidate), "hook"), compiled=name == COMPILED_CLIENT)
     found = shutil.which("cloudrunner")
     if found is None:
         raise VmSetupError(
-            f"no client found: neither {compiled} nor a `cloudrunner` command; give --client PATH"
+            f"no client found: neither {where / COMPILED_CLIENT} nor a `cloudrunner` command; "
+            "give --client PATH"
         )
     return Client((found, "hook"), compiled=False)
 
@@ -311,11 +316,12 @@ def _routes(command: object, event: str) -> bool:
         argv = shlex.split(command)
     except ValueError:
         return False
-    if len(argv) >= 2 and Path(argv[0]).name == COMPILED_CLIENT:
-        return argv[1] == event
-    if len(argv) >= 3 and Path(argv[0]).name == "cloudrunner" and argv[1] == "hook":
-        return argv[2] == event
-    return False
+    return (
+        len(argv) >= 3
+        and Path(argv[0]).name in CLIENT_NAMES
+        and argv[1] == "hook"
+        and argv[2] == event
+    )
 
 
 # ------------------------------------------------------------------------------ writing

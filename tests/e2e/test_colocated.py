@@ -39,7 +39,7 @@ pytestmark = [pytest.mark.docker, needs_root("mounts the workspace read-only, th
 
 COMPOSE = Path(__file__).resolve().parents[2] / "deploy" / "compose.agent.yaml"
 #: what the agent stand-in runs for an event: the compiled client where the image has it
-CLIENT = "$(command -v cloudrunner-hook || echo cloudrunner hook)"
+CLIENT = "$(command -v cloudrunner-hook || command -v cloudrunner) hook"
 
 
 @dataclass

@@ -38,7 +38,7 @@ def _client(tmp_path: Path) -> Client:
     binary.parent.mkdir(exist_ok=True)
     binary.write_text("#!/bin/sh\n")
     binary.chmod(0o755)
-    return Client((str(binary),), compiled=True)
+    return Client((str(binary), "hook"), compiled=True)
 
 
 def test_timeouts_cover_the_sources_in_turn_and_failclosed_follows_the_hooks(
@@ -91,6 +91,7 @@ def test_the_agent_file_routes_every_event_and_checks_clean(tmp_path: Path) -> N
     assert stop["failClosed"] is True
     assert shlex.split(stop["command"]) == [
         client.argv[0],
+        "hook",
         "stop",
         "--socket",
         str(tmp_path / "state dir" / "cloudrunner.sock"),
@@ -113,7 +114,7 @@ def test_check_names_each_fault(tmp_path: Path) -> None:
     doc = vm_setup.agent_hooks(needs, _client(tmp_path), Path("/s.sock"))
     del doc["hooks"]["preCompact"]
     doc["hooks"]["beforeShellExecution"][0]["timeout"] = 120
-    doc["hooks"]["stop"][0]["command"] = "/nowhere/cloudrunner-hook stop"
+    doc["hooks"]["stop"][0]["command"] = "/nowhere/cloudrunner-hook hook stop"
     doc["hooks"]["subagentStop"][0]["command"] = doc["hooks"]["subagentStart"][0]["command"]
     del doc["hooks"]["preToolUse"][0]["timeout"]
     faults = vm_setup.check(doc, needs)
@@ -177,7 +178,9 @@ def test_find_client_prefers_the_compiled_one(tmp_path: Path) -> None:
     assert vm_setup.find_client(bin_dir=bin_dir) == Client((str(launcher), "hook"), False)
     compiled = _client(tmp_path)
     assert vm_setup.find_client(bin_dir=bin_dir) == compiled
-    for bad in (Path("relative/cloudrunner-hook"), tmp_path / "missing"):
+    assert vm_setup.find_client(launcher) == Client((str(launcher), "hook"), False)
+    assert vm_setup.find_client(Path(compiled.argv[0])) == compiled
+    for bad in (Path("relative/cloudrunner-hook"), tmp_path / "cloudrunner", launcher.parent):
         with pytest.raises(vm_setup.VmSetupError):
             vm_setup.find_client(bad)
 

@@ -204,7 +204,7 @@ def test_the_agents_hooks_file_routes_every_cloud_event_as_vm_writes_it(tmp_path
                  "workspace.path": str(tmp_path / "workspace")},
     )  # fmt: skip
     needs = vm_setup.plan(settings).needs
-    expected = vm_setup.agent_hooks(needs, vm_setup.Client((client,), True), socket)
+    expected = vm_setup.agent_hooks(needs, vm_setup.Client((client, "hook"), True), socket)
     assert agent_hooks == expected
     assert sorted(agent_hooks["hooks"]) == sorted(CLOUD_EVENTS)
     faults = vm_setup.check(agent_hooks, needs)

@@ -88,9 +88,9 @@ class Plan:
 
 
 def find_client(explicit: Path | None = None, bin_dir: Path | None = None) -> Client:
-    """`explicit` (a `cloudrunner-hook` or a `cloudrunner` command), else `cloudrunner-hook`
-    beside this interpreter's `cloudrunner`, else `cloudrunner hook`. Both take the event
-    after the word `hook`."""
+    """`explicit` (a `cloudrunner-hook` or a `cloudrunner` command), else the first of
+    them beside this interpreter's `cloudrunner`, else the first on PATH. Both take the
+    event after the word `hook`."""
     if explicit is not None:
         if not explicit.is_absolute():
             raise VmSetupError(f"--client {explicit} is not an absolute path; give the full path")
@@ -107,13 +107,14 @@ def find_client(explicit: Path | None = None, bin_dir: Path | None = None) -> Cl
         candidate = where / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return Client((str(candidate), "hook"), compiled=name == COMPILED_CLIENT)
-    found = shutil.which("cloudrunner")
-    if found is None:
-        raise VmSetupError(
-            f"no client found: neither {where / COMPILED_CLIENT} nor a `cloudrunner` command; "
-            "give --client PATH"
-        )
-    return Client((found, "hook"), compiled=False)
+    for name in CLIENT_NAMES:  # then on PATH (a binary copied to /usr/local/bin, say)
+        found = shutil.which(name)
+        if found is not None:
+            return Client((os.path.abspath(found), "hook"), compiled=name == COMPILED_CLIENT)
+    raise VmSetupError(
+        f"no client found: neither {COMPILED_CLIENT} nor cloudrunner beside this cloudrunner "
+        "or on PATH; give --client PATH"
+    )
 
 
 def plan(settings: Settings) -> Plan:

@@ -195,3 +195,16 @@ def test_foreign_entries_are_the_ones_a_rewrite_would_drop(tmp_path: Path) -> No
     found = vm_setup.foreign_entries(ours)
     assert "stop: './notify.sh'" in found and len(found) == 3
     assert vm_setup.foreign_entries([]) == ["the file is not a hooks file"]
+
+
+def test_find_client_looks_on_path_after_its_own_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compiled = _client(tmp_path)
+    monkeypatch.setenv("PATH", str(Path(compiled.argv[0]).parent))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert vm_setup.find_client(bin_dir=empty) == compiled
+    monkeypatch.setenv("PATH", str(empty))
+    with pytest.raises(vm_setup.VmSetupError, match="give --client PATH"):
+        vm_setup.find_client(bin_dir=empty)

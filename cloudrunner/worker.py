@@ -56,6 +56,7 @@ from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.runner import RunOutcome, SandboxSet, run_plan
 from cloudrunner.sandbox import agent_files, reaper
 from cloudrunner.sandbox.base import (
+    HOOK_HOME,
     ExecRequest,
     Sandbox,
     SandboxConfigError,
@@ -289,7 +290,7 @@ class Worker(ClosesOnExit):
                 workspace=ws.root,
                 session_env=state.env,
                 max_parallel=self.settings.max_parallel_hooks,
-                homes={kind: str(home.path) for kind, home in homes.items() if home.path},
+                homes={kind: HOOK_HOME for kind, home in homes.items() if home.path},
                 hook_env=lambda hook: self.egress.hook_env(
                     str(hook.source_kind),
                     RunAttribution(

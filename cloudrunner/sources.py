@@ -36,7 +36,7 @@ from cloudrunner.protocol.config import HookEntry, HooksFile, ParseResult, parse
 from cloudrunner.protocol.diagnostics import Diagnostic, error, info
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.profiles import Profile, SourceKind
-from cloudrunner.repo_files import RepoFileRefused, read_inside
+from cloudrunner.repo_files import RepoFileRefused, inside, read_inside
 
 DEFAULT_ENTERPRISE_PATH = Path("/etc/cursor/hooks.json")
 MAX_HOOKS_FILE_BYTES = 1024 * 1024
@@ -73,6 +73,8 @@ class SourceSettings:
     allowed: frozenset[SourceKind] = frozenset(SourceKind)
     #: approved digests of the project hooks (`cloudrunner hooks digest`); None: not pinned
     project_digests: frozenset[str] | None = None
+    #: the operator's globs of more repository files the digest covers
+    project_digest_paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -345,10 +347,35 @@ def _not_loaded(
     return LoadedSource(kind, path, None, status, None, None, {}, (note,))
 
 
+def _managed_refusal(kind: SourceKind, path: Path, settings: SourceSettings) -> LoadedSource | None:
+    """An operator's (enterprise or team) hooks path that must not load: a relative one
+    (it would depend on where the process started) or one inside the workspace (the
+    repository would choose the operator's hooks), checked on every load because the
+    workspace may come with the event."""
+    problem = ""
+    if not path.is_absolute():
+        problem = "is a relative path; give an absolute one"
+    elif settings.workspace is not None and inside(
+        os.path.realpath(path), os.path.realpath(settings.workspace)
+    ):
+        problem = (
+            f"lies inside the workspace {settings.workspace}, so the repository would decide "
+            f"the {kind} hooks; keep them outside every checkout"
+        )
+    if not problem:
+        return None
+    note = error("managed-path-refused", f"the {kind} hooks path {path} {problem}; the {kind} "
+                 "source is not loaded", file=str(path))  # fmt: skip
+    return LoadedSource(kind, path, None, SourceStatus.BROKEN, None, None, {}, (note,))
+
+
 def _enterprise(settings: SourceSettings) -> LoadedSource:
     # A missing enterprise file, default or configured, means "no enterprise hooks" (the
     # `--enterprise-hooks` contract): machines without a managed policy are normal.
     path = settings.enterprise_path or DEFAULT_ENTERPRISE_PATH
+    refused = _managed_refusal(SourceKind.ENTERPRISE, path, settings)
+    if refused is not None:
+        return refused
     return _load_file(
         SourceKind.ENTERPRISE, path, path.parent, path.parent, settings.profile, required=False
     )
@@ -366,6 +393,9 @@ def _team(settings: SourceSettings) -> LoadedSource:
                 "no team hooks configured (the operator gives a managed hooks file or directory)",
             ),
         )
+    refused = _managed_refusal(SourceKind.TEAM, given, settings)
+    if refused is not None:
+        return refused
     if given.is_dir():
         return _load_file(
             SourceKind.TEAM, given / HOOKS_FILE_NAME, given, given, settings.profile, required=True
@@ -401,10 +431,12 @@ def _project(settings: SourceSettings) -> LoadedSource:
     )
     if settings.project_digests is None or loaded.status is not SourceStatus.LOADED:
         return loaded
-    return _pinned(loaded, workspace, settings.project_digests)
+    return _pinned(loaded, workspace, settings.project_digests, settings.project_digest_paths)
 
 
-def _pinned(loaded: LoadedSource, workspace: Path, approved: frozenset[str]) -> LoadedSource:
+def _pinned(
+    loaded: LoadedSource, workspace: Path, approved: frozenset[str], extra: tuple[str, ...]
+) -> LoadedSource:
     """The project source if the digest of its hooks (the file and the scripts it names)
     is approved; otherwise not loaded, with the digest to approve."""
     from cloudrunner import pinning
@@ -415,7 +447,8 @@ def _pinned(loaded: LoadedSource, workspace: Path, approved: frozenset[str]) -> 
         data = read_hooks_bytes(loaded.path, workspace)
         if hashlib.sha256(data).hexdigest() != loaded.sha256:
             raise pinning.DigestError(f"{file} changed while its digest was taken")
-        digest = pinning.compute(workspace, data).digest
+        computed = pinning.compute(workspace, data, extra_paths=extra)
+        digest = computed.digest
     except (OSError, HooksFileRefused, pinning.DigestError) as exc:
         note = error(
             "project-digest-failed",
@@ -428,7 +461,13 @@ def _pinned(loaded: LoadedSource, workspace: Path, approved: frozenset[str]) -> 
     # and what records name), so a changed script counts as a new version of the source.
     version = digest.removeprefix(pinning.DIGEST_PREFIX)
     if digest in approved:
-        note = info("project-approved", f"project hooks digest {digest} is approved", file=file)
+        unseen = "; ".join(computed.unseen)
+        note = info(
+            "project-approved",
+            f"project hooks digest {digest} is approved"
+            + (f" (it cannot see: {unseen})" if unseen else ""),
+            file=file,
+        )
         return replace(loaded, sha256=version, diagnostics=(*loaded.diagnostics, note))
     note = error(
         "project-not-approved",

@@ -116,7 +116,9 @@ def source_diagnostics(
     if kind is not SourceKind.PROJECT or repository is None or approved is None:
         return out  # not pinned: the digest is `cloudrunner hooks digest`'s to print
     try:
-        digest = pinning.compute(repository, data).digest
+        digest = pinning.compute(
+            repository, data, extra_paths=settings.sources.project_digest_paths
+        ).digest
     except pinning.DigestError as exc:
         return [*out, error("project-digest-failed", exc.message, file=file)]
     if digest in approved:

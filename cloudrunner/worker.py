@@ -245,6 +245,7 @@ class Worker(ClosesOnExit):
                 and ws.trust_project_hooks,
                 allowed=frozenset(SourceKind(k) for k in self.settings.sources.allowed),
                 project_digests=_frozen(self.settings.sources.project_digests),
+                project_digest_paths=tuple(self.settings.sources.project_digest_paths),
             )
         )
         try:

@@ -171,6 +171,9 @@ def _word(node: Any, walk: _Walk) -> str:
             _node(part.command, walk)
         else:
             _node(part, walk)
+    if "'" in text or '"' in text:
+        # bashlex leaves quotes in a word that mixes quoting styles ('a'"'"'b')
+        walk.note(f"`{_shown(text)}` has quotes the parser may not have removed")
     if _GLOB & set(text) and node.kind == "word":
         walk.note(f"`{_shown(text)}` may be a pattern the shell expands to file names")
     return text

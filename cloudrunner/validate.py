@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from cloudrunner import validate_checks, validate_policy
+from cloudrunner import shell_syntax, validate_checks, validate_policy
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.image_programs import ImagePrograms
 from cloudrunner.protocol.config import HookEntry, parse_hooks_file
@@ -151,7 +151,8 @@ def _script_warnings(entry: HookEntry, repository: Path, file: str) -> list[Diag
     if entry.definition.type != "command" or not command:
         return []
     out = []
-    for word in command.split():
+    # the words as the shell reads them (the parser the pinned digest uses)
+    for word in dict.fromkeys(shell_syntax.parse(command).words):
         if not _RELATIVE_SCRIPT.match(word) or "://" in word:
             continue
         if (repository / word).exists():

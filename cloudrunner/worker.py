@@ -845,7 +845,8 @@ class Worker(ClosesOnExit):
             if source.status is not SourceStatus.BROKEN and not unseen:
                 continue
             for diagnostic in source.diagnostics:
-                if diagnostic.code == "source-absent":
+                # a missing file the operator configured (an error) is recorded
+                if diagnostic.code == "source-absent" and diagnostic.severity != "error":
                     continue
                 out.append(
                     (

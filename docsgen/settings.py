@@ -100,6 +100,11 @@ def render() -> str:
         "",
         "Sizes take a byte count or a number with a unit (`512MiB`, `64m`, `1g`; binary units).",
         "",
+        "Paths: a relative path in a settings file is relative to the directory of that file,",
+        "never to the directory the process starts in; a path given by a variable or a flag",
+        "must be absolute (a relative one is refused, naming the variable and the key). The",
+        "enterprise and team hooks paths must lie outside the workspace.",
+        "",
     ]
     for title, rows in _rows(Settings, ""):
         heading = "Top-level keys" if title == "top level" else f"`[{title}]`"

@@ -115,6 +115,15 @@ def make_deployment(base: Path, worker_id: str) -> Deployment:
     return Deployment(base, origin, enterprise, base / "workspace", base / "state", worker_id)
 
 
+def cloned_deployment(tmp_path: Path, worker_id: str, isolation: str = "hook") -> Deployment:
+    """The demo deployment with its workspace cloned by a first event."""
+    tmp_path.chmod(0o755)
+    deployed = make_deployment(tmp_path, worker_id)
+    deployed.isolation = isolation
+    deployed.answer(deployed.event("stop", status="aborted"))
+    return deployed
+
+
 @pytest.fixture(params=["hook", "session"])
 def deployment(
     request: pytest.FixtureRequest, tmp_path: Path, docker_tracker: DockerTracker

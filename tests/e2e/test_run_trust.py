@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Deployment, make_deployment
+from tests.e2e.conftest import Deployment, cloned_deployment
 from tests.support.daemon_process import daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
 from tests.support.inotify_watch import opens_of
@@ -36,10 +36,7 @@ FORMS = {
 @pytest.fixture
 def deployment(tmp_path: Path, docker_tracker: DockerTracker) -> Deployment:
     """The demo deployment, cloned once (hook isolation)."""
-    tmp_path.chmod(0o755)
-    deployed = make_deployment(tmp_path, docker_tracker.worker_id)
-    deployed.answer(deployed.event("stop", status="aborted"))  # clones the workspace
-    return deployed
+    return cloned_deployment(tmp_path, docker_tracker.worker_id)
 
 
 def _scripts(ws: Path) -> None:
@@ -217,10 +214,7 @@ def test_no_host_file_outside_the_checkout_is_opened_by_run_serve_or_validate(
 def test_a_hooks_home_is_at_a_neutral_path(
     tmp_path: Path, docker_tracker: DockerTracker, isolation: str
 ) -> None:
-    tmp_path.chmod(0o755)
-    deployment = make_deployment(tmp_path, docker_tracker.worker_id)
-    deployment.isolation = isolation
-    deployment.answer(deployment.event("stop", status="aborted"))
+    deployment = cloned_deployment(tmp_path, docker_tracker.worker_id, isolation)
     state = str(deployment.state)
     probe = (
         'cat >/dev/null; printf %s "$HOME" > home.txt; cat /proc/self/mountinfo > mounts.txt; '

@@ -231,3 +231,31 @@ def test_a_hooks_home_is_at_a_neutral_path(
     assert "/home/hook" in mount_points
     assert not [m for m in mount_points if m.startswith(state)], mount_points
     assert list((deployment.state / "homes").glob("*/project/written")), "the home persists"
+
+
+def test_team_hooks_inside_a_workspace_given_by_the_payload_are_refused_through_serve(
+    deployment: Deployment,
+) -> None:
+    """No workspace in the settings (so nothing to refuse at load): the event names it, and
+    the team path inside it is refused for that event."""
+    ws = deployment.workspace
+    (ws / "team").mkdir()
+    hooks = {"version": 1, "hooks": {"beforeShellExecution": [
+        {"command": f"cat >/dev/null; echo '{DENY}'"}]}}  # fmt: skip
+    (ws / "team" / "hooks.json").write_text(json.dumps(hooks))
+    flags = [
+        "--enterprise-hooks", str(deployment.enterprise / "hooks.json"),
+        "--state-dir", str(deployment.state), "--audit-log", str(deployment.audit_log),
+        "--team-hooks", str(ws / "team"),
+    ]  # fmt: skip
+    daemon = daemon_process(flags, state=deployment.state, worker_id=deployment.worker_id).start()
+    try:
+        env = {"CLOUDRUNNER_SOCKET": str(daemon.socket_path)}
+        proc = run_client(["hook", "beforeShellExecution"], _shell(deployment), env=env)
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert json.loads(proc.stdout)["permission"] == "allow"
+    finally:
+        daemon.stop()
+    team = [r for r in deployment.records() if r.get("source") == "team"]
+    refused = [r for r in team if r.get("diagnostic", {}).get("code") == "managed-path-refused"]
+    assert refused and "inside the workspace" in refused[-1]["reason"]

@@ -16,6 +16,7 @@ repository root), `~`, and patterns the shell may expand. Parsing never raises.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,14 +66,18 @@ class _Walk:
     other_words: list[str] = field(default_factory=list)
     unseen: list[str] = field(default_factory=list)
     depth: int = 0
+    #: the text being parsed (word positions point into it)
+    source: str = ""
 
     def note(self, line: str) -> None:
         if line not in self.unseen:
             self.unseen.append(line)
 
 
+@functools.lru_cache(maxsize=1024)
 def parse(command: str) -> ParsedCommand:
-    """Every simple command of `command`, and what cannot be seen in it (never raises)."""
+    """Every simple command of `command`, and what cannot be seen in it (never raises).
+    Remembered per command line: a pinned worker digests its hooks on every event."""
     walk = _Walk()
     _parse_into(command, walk)
     return ParsedCommand(tuple(walk.commands), tuple(walk.other_words), tuple(walk.unseen))
@@ -95,11 +100,17 @@ def _parse_into(command: str, walk: _Walk) -> None:
         reason = " ".join(str(exc).split()) or type(exc).__name__
         walk.note(f"`{_shown(command)}` cannot be parsed ({_shown(reason, 80)})")
         return
-    for tree in trees:
-        try:
-            _node(tree, walk)
-        except Exception as exc:  # a tree of a shape this walk does not know: reported
-            walk.note(f"`{_shown(command)}` has a part that cannot be read ({type(exc).__name__})")
+    outer, walk.source = walk.source, command
+    try:
+        for tree in trees:
+            try:
+                _node(tree, walk)
+            except Exception as exc:  # a tree of a shape this walk does not know: reported
+                walk.note(
+                    f"`{_shown(command)}` has a part that cannot be read ({type(exc).__name__})"
+                )
+    finally:
+        walk.source = outer
 
 
 def _node(node: Any, walk: _Walk) -> None:
@@ -157,7 +168,7 @@ def _redirect(node: Any, walk: _Walk) -> str | None:
 
 
 def _word(node: Any, walk: _Walk) -> str:
-    text = str(node.word)
+    text = _unquoted(node, walk.source) or str(node.word)
     for part in getattr(node, "parts", None) or ():
         kind = getattr(part, "kind", None)
         if kind == "parameter":
@@ -171,12 +182,40 @@ def _word(node: Any, walk: _Walk) -> str:
             _node(part.command, walk)
         else:
             _node(part, walk)
-    if "'" in text or '"' in text:
-        # bashlex leaves quotes in a word that mixes quoting styles ('a'"'"'b')
-        walk.note(f"`{_shown(text)}` has quotes the parser may not have removed")
     if _GLOB & set(text) and node.kind == "word":
         walk.note(f"`{_shown(text)}` may be a pattern the shell expands to file names")
     return text
+
+
+def _unquoted(node: Any, source: str) -> str | None:
+    """The word's text with its quotes removed as sh removes them, from the source text
+    (bashlex leaves quotes in a word that mixes styles: 'a'"'"'b'); None when the word
+    holds an expansion (bashlex's own text is used then) or its position is unknown."""
+    pos = getattr(node, "pos", None)
+    if not isinstance(pos, tuple) or len(pos) != 2:
+        return None
+    raw = source[pos[0] : pos[1]]
+    if not raw or "$" in raw or "`" in raw:
+        return None
+    out: list[str] = []
+    i, quote = 0, ""
+    while i < len(raw):
+        c = raw[i]
+        if quote == "'":
+            if c == "'":
+                quote = ""
+            else:
+                out.append(c)
+        elif c == "\\" and i + 1 < len(raw) and (quote != '"' or raw[i + 1] in '"\\\n'):
+            if raw[i + 1] != "\n":
+                out.append(raw[i + 1])
+            i += 1
+        elif c in "'\"" and quote in ("", c):
+            quote = "" if quote else c
+        else:
+            out.append(c)
+        i += 1
+    return None if quote else "".join(out)
 
 
 def _runs_a_string(words: list[str], walk: _Walk) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 import pytest
 from hypothesis import given, settings
@@ -59,7 +60,7 @@ NESTED = _nested(shell_syntax.MAX_NESTING + 2)
         ("sh *.sh", "pattern"),
         ("echo 'unbalanced", "cannot be parsed"),
         ("case x in a) b;; esac", "cannot be parsed"),
-        ("""sh -c 'a'"'"'b'""", "quotes the parser may not have removed"),
+        ("""sh -c 'a'"'"'b'""", "cannot be parsed"),  # the string is `a'b`
         ("echo $((1+2))", "cannot be parsed"),
         ("x" * (shell_syntax.MAX_COMMAND_CHARS + 1), "longer than"),
         (NESTED, "nested deeper"),
@@ -97,3 +98,27 @@ def test_shell_like_text_is_parsed_or_reported(text: str) -> None:
     meaningful = any(not c.isspace() and c not in ";&#" for c in text.split("#", 1)[0])
     if meaningful and not parsed.commands and not parsed.other_words:
         assert parsed.unseen, text
+
+
+@pytest.mark.parametrize(
+    ("command", "word"),
+    [
+        ("""'a'"'"'b'""", "a'b"),
+        ("""echo '{"k": "v"}'""", '{"k": "v"}'),
+        (r'"c\"d"', 'c"d'),
+        (r"a\ b", "a b"),
+        (".cursor/'hooks'/\"g.sh\"", ".cursor/hooks/g.sh"),
+    ],
+)
+def test_quotes_are_removed_as_sh_removes_them(command: str, word: str) -> None:
+    assert word in shell_syntax.parse(command).words
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\x00$`"), min_size=1,
+                        max_size=20), min_size=1, max_size=4))  # fmt: skip
+def test_a_quoted_word_reads_back_as_itself(words: list[str]) -> None:
+    """Any word quoted for sh is read back unchanged (or the line says why not)."""
+    parsed = shell_syntax.parse("true " + " ".join(shlex.quote(w) for w in words))
+    if not parsed.unseen:
+        assert parsed.commands[0].words == ("true", *words)

@@ -151,8 +151,10 @@ def _script_warnings(entry: HookEntry, repository: Path, file: str) -> list[Diag
     if entry.definition.type != "command" or not command:
         return []
     out = []
-    # the words as the shell reads them (the parser the pinned digest uses)
-    for word in dict.fromkeys(shell_syntax.parse(command).words):
+    # the words as the shell reads them (the parser the pinned digest uses); not the
+    # redirections, whose files a command may create
+    parsed = shell_syntax.parse(command)
+    for word in dict.fromkeys(w for c in parsed.commands for w in c.words):
         if not _RELATIVE_SCRIPT.match(word) or "://" in word:
             continue
         if (repository / word).exists():

@@ -160,7 +160,7 @@ def test_validate_reads_script_words_as_the_shell_does(
     """A script in a subshell or after `;` is checked; a file a redirection creates is not."""
     monkeypatch.delenv("CLOUDRUNNER_CONFIG", raising=False)
     root = write_repo(tmp_path, ["echo hi 2>logs/x.txt; (tools/missing.sh)"])
-    code, result = report(capsys, "--no-image-check", str(root))
+    _, result = report(capsys, "--no-image-check", str(root))
     (file,) = result["files"]  # type: ignore[misc]
     missing = [d["message"] for d in file["diagnostics"] if d["code"] == "script-not-found"]
     assert len(missing) == 1 and "tools/missing.sh" in missing[0]

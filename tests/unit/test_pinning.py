@@ -208,3 +208,45 @@ def test_the_digest_carries_its_version(tmp_path: Path) -> None:
     root = repo(tmp_path, COMMANDS)
     assert pinning.DIGEST_VERSION == 2
     assert "digest version 2" in digest(root).render()
+
+
+def test_odd_entries_in_the_hook_directory_are_covered_without_being_opened(
+    tmp_path: Path,
+) -> None:
+    """A FIFO (opening it would block), a symlinked directory out of the repository (not
+    walked) and a link loop: each is covered by what it is, and nothing hangs."""
+    root = repo(tmp_path, [".cursor/hooks/a.sh"])
+    hooks = root / ".cursor" / "hooks"
+    os.mkfifo(hooks / "pipe")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "big.sh").write_text("outside\n")
+    os.symlink(tmp_path / "outside", hooks / "linked-dir")
+    os.symlink(hooks / "loop", hooks / "loop")
+    got = digest(root)
+    paths = {f.path: f for f in got.files}
+    assert paths[".cursor/hooks/linked-dir"].link == str(tmp_path / "outside")
+    assert paths[".cursor/hooks/loop"].link == str(hooks / "loop")
+    assert ".cursor/hooks/pipe" in paths
+    assert not any("outside/big.sh" in p or "linked-dir/" in p for p in paths)
+    assert any("pipe is not a regular file" in note for note in got.unseen)
+
+
+def test_a_hook_directory_that_is_a_link_is_reported_not_walked(tmp_path: Path) -> None:
+    root = repo(tmp_path, ["true"])
+    (root / ".cursor" / "hooks").rename(tmp_path / "elsewhere")
+    os.symlink(tmp_path / "elsewhere", root / ".cursor" / "hooks")
+    got = digest(root)
+    assert [f.path for f in got.files] == [".cursor/hooks.json"]
+    assert any(".cursor/hooks is a symbolic link" in note for note in got.unseen)
+
+
+def test_a_glob_that_matches_too_much_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = repo(tmp_path, ["true"])
+    for i in range(5):
+        (root / f"f{i}.txt").write_text("x")
+    monkeypatch.setattr(pinning, "MAX_COVERED_FILES", 4)
+    data = (root / ".cursor" / "hooks.json").read_bytes()
+    with pytest.raises(pinning.DigestError, match="narrow sources.project_digest_paths"):
+        pinning.compute(root, data, extra_paths=["**"])

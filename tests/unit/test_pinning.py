@@ -248,5 +248,5 @@ def test_a_glob_that_matches_too_much_is_refused(
         (root / f"f{i}.txt").write_text("x")
     monkeypatch.setattr(pinning, "MAX_COVERED_FILES", 4)
     data = (root / ".cursor" / "hooks.json").read_bytes()
-    with pytest.raises(pinning.DigestError, match="narrow sources.project_digest_paths"):
+    with pytest.raises(pinning.DigestError, match=r"narrow sources\.project_digest_paths"):
         pinning.compute(root, data, extra_paths=["**"])

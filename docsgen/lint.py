@@ -214,10 +214,18 @@ def lint(pages: Iterable[Path], root: Path = ROOT) -> list[Finding]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m docsgen.lint", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("paths", nargs="*", type=Path, metavar="PATH",
-                        help="Markdown files or folders (default: README.md and docs/)")  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m docsgen.lint",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="Markdown files or folders (default: README.md and docs/)",
+    )
     args = parser.parse_args(argv)
     pages: list[Path] = []
     for path in args.paths:

@@ -9,7 +9,6 @@ import pytest
 
 from docsgen import lint
 
-
 #: pages being rewritten on another branch: linted once it lands (then drop them here)
 REWRITTEN_ELSEWHERE = {"docs/guides/cloud-agent-vm.md", "docs/guides/deploy.md"}
 

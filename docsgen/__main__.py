@@ -46,7 +46,7 @@ def fill(text: str, rendered: dict[str, str]) -> str:
         if name not in rendered:
             raise SystemExit(f"docsgen: unknown generated part {name!r} (known: "
                              f"{', '.join(rendered)})")  # fmt: skip
-        return f"{match.group(1)}{rendered[name]}{match.group(4)}"
+        return f"{match.group(1)}\n{rendered[name]}\n{match.group(4)}"
 
     return FRAGMENT.sub(replace, text)
 

@@ -105,3 +105,10 @@ def test_an_unknown_generated_part_is_named(tmp_path: Path) -> None:
     page.write_text(page.read_text() + "\n<!-- docsgen: nope -->\n<!-- /docsgen: nope -->\n")
     with pytest.raises(SystemExit, match="unknown generated part 'nope'"):
         main(["--check", "--docs", str(tmp_path / "docs")])
+
+
+def test_the_ci_guide_shows_the_workflow_file_as_it_is() -> None:
+    guide = (DOCS / "guides" / "ci.md").read_text()
+    opening = '```yaml title=".github/workflows/hook-tests.yml"\n'
+    shown = guide.split(opening, 1)[1].split("\n```\n", 1)[0] + "\n"
+    assert shown == (ROOT / "examples" / "ci" / "hook-tests.yml").read_text()

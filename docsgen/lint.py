@@ -1,4 +1,5 @@
-"""`python -m docsgen.lint [PATH ...]`: lint the docs (docs/ and README.md by default).
+"""`python -m docsgen.lint [PATH ...]`: lint the docs (docs/, README.md and CHANGELOG.md by
+default).
 
 Two passes, one report (`FILE:LINE:COL: CODE message`, exit 1 on any finding):
 
@@ -50,7 +51,7 @@ ABSENT = (
     (re.compile(r"\(\s*issues?\s+#?\d+\s*\)|\bissues?\s+#\d+|\bissue\s+\d+\b", re.I),
      "an issue number"),
     (re.compile(r"\bDESIGN\.md\b"), "the design notes (DESIGN.md)"),
-    (re.compile(r"\bHOOKS\.md\b|\bspec/"), "the spec file"),
+    (re.compile(r"\bHOOKS\.md\b|(?<![\w/.-])spec/"), "the spec file"),
     (re.compile(r"(?<![\w.])/work/|\bshared/spec\b"),
      "a path on a development machine"),
 )  # fmt: skip
@@ -69,7 +70,7 @@ class Finding:
 
 
 def default_paths(root: Path = ROOT) -> list[Path]:
-    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    return [root / "README.md", root / "CHANGELOG.md", *sorted((root / "docs").rglob("*.md"))]
 
 
 def _relative(path: Path, root: Path) -> str:

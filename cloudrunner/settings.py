@@ -60,7 +60,7 @@ class SourcesSettings(_Section):
     user_home: Path | None = None
     """home directory whose ~/.cursor/hooks.json the desktop profile loads; empty means $HOME"""
     trust_project_hooks: bool = True
-    """project hooks run only in a trusted workspace (the default: a cloud agent trusts its repository)"""
+    """project hooks run only in a trusted workspace (default: a cloud agent trusts its repo)"""
     allowed: list[Literal["enterprise", "team", "project", "user"]] = Field(
         default_factory=lambda: list(_ALL_SOURCES)
     )

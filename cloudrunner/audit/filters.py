@@ -20,8 +20,32 @@ from typing import Any
 from cloudrunner.audit.pipeline import format_time
 from cloudrunner.audit.records import RecordKind
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.protocol.events import EVENTS
 
+#: the event names `--event` takes: the protocol's events, spelled here because the audit
+#: readers must not import the protocol core (pydantic); a unit test keeps them equal
+EVENT_NAMES = (
+    "preToolUse",
+    "postToolUse",
+    "postToolUseFailure",
+    "subagentStart",
+    "subagentStop",
+    "beforeShellExecution",
+    "afterShellExecution",
+    "beforeReadFile",
+    "afterFileEdit",
+    "beforeSubmitPrompt",
+    "preCompact",
+    "stop",
+    "afterAgentResponse",
+    "afterAgentThought",
+    "sessionStart",
+    "sessionEnd",
+    "beforeMCPExecution",
+    "afterMCPExecution",
+    "beforeTabFileRead",
+    "afterTabFileEdit",
+    "workspaceOpen",
+)
 #: decision labels, in the order `audit stats` prints them
 DECISION_LABELS = ("deny", "ask", "block", "followup", "allow", "none")
 
@@ -219,7 +243,7 @@ def filter_from(args: argparse.Namespace) -> RecordFilter:
         if name == "kind":
             return _known("--kind", given, [kind.value for kind in RecordKind])
         if name == "event":
-            return _known("--event", given, list(EVENTS))
+            return _known("--event", given, EVENT_NAMES)
         return tuple(given)
 
     since = getattr(args, "since", None)

@@ -203,3 +203,10 @@ def test_every_record_kind_and_event_is_a_valid_filter(
         query(capsys, str(log), "--kind", kind.value)
     for event in EVENTS:
         query(capsys, str(log), "--event", event)
+
+
+def test_the_event_names_the_filters_take_are_the_protocols() -> None:
+    from cloudrunner.audit.filters import EVENT_NAMES
+    from cloudrunner.protocol.events import EVENTS
+
+    assert tuple(EVENTS) == EVENT_NAMES

@@ -66,7 +66,7 @@ class SourcesSettings(_Section):
     user_home: Path | None = None
     """home directory whose ~/.cursor/hooks.json the desktop profile loads; empty means $HOME"""
     trust_project_hooks: bool = True
-    """project hooks run only in a trusted workspace (spec section 2, Decision: trusted)"""
+    """project hooks run only in a trusted workspace (default: a cloud agent trusts its repo)"""
     allowed: list[Literal["enterprise", "team", "project", "user"]] = Field(
         default_factory=lambda: list(_ALL_SOURCES)
     )
@@ -230,7 +230,7 @@ class Settings(_Section):
     worker_id: str = ""
     """names this worker in container labels and audit records; empty: host name"""
     hook_timeout: float = Field(default=60.0, gt=0, le=24 * 3600)
-    """a hook's timeout when its definition has none (spec section 1, Decision: 60 s)"""
+    """a hook's timeout when its definition has none (the protocol's default: 60 s)"""
     max_parallel_hooks: int = Field(default=4, ge=1, le=64)
     """hooks of one source that run at the same time"""
     max_payload_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)

@@ -285,8 +285,24 @@ def validate_file(
         for note in scripts:
             at = index.find(note.pointer or "")
             diagnostics.append(note.located(*at) if at else note)
-    diagnostics += validate_policy.source_diagnostics(kind, settings, file, target.repository, data)
+    policy = validate_policy.source_diagnostics(kind, settings, file, target.repository, data)
+    diagnostics += policy
+    refusal = next((d for d in policy if d.code in _FILE_REFUSED), None)
+    if refusal is not None:  # the file does not load: none of its hooks runs
+        why = f"does not load: {_FILE_REFUSED[refusal.code]}"
+        verdicts = [
+            dataclasses.replace(v, verdict="skipped", reason=why) if v.verdict == "runs" else v
+            for v in verdicts
+        ]
     return FileReport(target.file, tuple(diagnostics), tuple(verdicts))
+
+
+#: the policy errors that keep a whole hooks file from loading, and the verdict's words
+_FILE_REFUSED = {
+    "source-not-allowed": "its source is not in sources.allowed",
+    "project-not-approved": "the project hooks digest is not approved",
+    "project-digest-failed": "the project hooks digest cannot be computed",
+}
 
 
 def _unknown_event_note(d: Diagnostic) -> Diagnostic:

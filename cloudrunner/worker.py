@@ -729,7 +729,7 @@ class Worker(ClosesOnExit):
                 "stderr_excerpt": self.audit.excerpt(result.stderr),
                 "sandbox_id": result.sandbox_id,
             }
-            self.audit.append("environment", fields)
+            self.audit.append(RecordKind.ENVIRONMENT, fields)
             if result.outcome is not Outcome.OK:
                 tail = result.stderr.decode(errors="replace").strip()[-300:]
                 raise project_environment.EnvironmentBuildError(
@@ -944,7 +944,7 @@ def reap_orphans(client: docker.DockerClient, worker_id: str, audit: AuditWriter
         return 0
     for orphan in orphans:
         audit.append(
-            "reaped",
+            RecordKind.REAPED,
             {
                 "container_id": orphan.container_id,
                 "container_name": orphan.name,

@@ -27,6 +27,11 @@ class RecordKind(StrEnum):
     REFUSED = "refused"
     #: an event, source or hook skipped without running (prompt hook, user source, ...)
     SKIPPED = "skipped"
+    #: a project's `.cursor/environment.json` image built (or found built) and its install
+    #: command run, with the image and how the install ended
+    ENVIRONMENT = "environment"
+    #: an orphaned sandbox (left by a worker that died) removed when a worker starts
+    REAPED = "reaped"
     #: written by the writer itself: acknowledges bytes left by a writer killed mid-record
     TORN_RECORD = "torn_record"
     #: one connection attempt through the egress proxy, allowed or refused

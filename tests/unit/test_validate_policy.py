@@ -164,3 +164,27 @@ def test_validate_reads_script_words_as_the_shell_does(
     (file,) = result["files"]  # type: ignore[misc]
     missing = [d["message"] for d in file["diagnostics"] if d["code"] == "script-not-found"]
     assert len(missing) == 1 and "tools/missing.sh" in missing[0]
+
+
+def test_hooks_of_a_file_that_does_not_load_are_not_said_to_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_repo(tmp_path, ["echo one", "echo two"])
+    pinned = tmp_path / "pinned.toml"
+    pinned.write_text(f'[sources]\nproject_digests = ["{"0" * 64}"]\n')
+    code, result = report(capsys, "--config", str(pinned), str(root))
+    (file,) = result["files"]  # type: ignore[misc]
+    assert code == 1 and [h["verdict"] for h in file["hooks"]] == ["skipped", "skipped"]
+    assert all("digest is not approved" in h["reason"] for h in file["hooks"])
+    # the text report says so on every per-hook line, and "runs" nowhere
+    assert main(["validate", "--config", str(pinned), str(root)]) == 1
+    text = capsys.readouterr().out
+    hook_lines = [line for line in text.splitlines() if "echo " in line]
+    assert len(hook_lines) == 2, text
+    assert all("runs" not in line and "does not load" in line for line in hook_lines), text
+    # approved, the same hooks run
+    digest = pinning.compute(root, (root / ".cursor" / "hooks.json").read_bytes()).digest
+    pinned.write_text(f'[sources]\nproject_digests = ["{digest}"]\n')
+    code, result = report(capsys, "--config", str(pinned), str(root))
+    (file,) = result["files"]  # type: ignore[misc]
+    assert code == 0 and [h["verdict"] for h in file["hooks"]] == ["runs", "runs"]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.protocol.claude_config import parse_claude_settings
 from cloudrunner.protocol.config import parse_hooks_file
 
 DIGEST_PREFIX = "sha256:"
@@ -116,7 +117,9 @@ def _hash_file(root: Path, relative: str) -> CoveredFile:
 def compute(root: Path, hooks_bytes: bytes, hooks_file: str = ".cursor/hooks.json") -> HooksDigest:
     """The digest of a repository's project hooks, given the hooks file's bytes (the ones
     the loader read, so a file swapped in between cannot be approved by accident)."""
-    parsed = parse_hooks_file(hooks_bytes, file=hooks_file)
+    # A Claude Code settings file (`.claude/settings*.json`) is read in Claude's form.
+    parse = parse_claude_settings if hooks_file.startswith(".claude/") else parse_hooks_file
+    parsed = parse(hooks_bytes, file=hooks_file)
     commands: Iterable[str] = ()
     if parsed.config is not None:
         commands = [

@@ -244,6 +244,7 @@ class Worker(ClosesOnExit):
                 and ws.trust_project_hooks,
                 allowed=frozenset(SourceKind(k) for k in self.settings.sources.allowed),
                 project_digests=_frozen(self.settings.sources.project_digests),
+                claude_code=self.settings.sources.claude_code,
             )
         )
         try:

@@ -87,6 +87,16 @@ _KEY_HINTS = {
 
 
 @dataclass(frozen=True)
+class ClaudeHook:
+    """What a hook read from a Claude Code settings file keeps of Claude's form."""
+
+    #: the Claude event it was written for (`PreToolUse`, `Stop`, ...)
+    event: str
+    #: exec form: the program and its arguments, run without a shell (None: a command line)
+    argv: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
 class HookEntry:
     """A validated hook definition and where it sits in its file."""
 
@@ -98,6 +108,8 @@ class HookEntry:
     matcher: CompiledMatcher
     #: the entry as canonical JSON: two entries are identical when these are equal
     canonical: str
+    #: set for a hook read from a Claude Code settings file (`claude_config`)
+    claude: ClaudeHook | None = None
 
 
 @dataclass(frozen=True)

@@ -162,7 +162,7 @@ def _document(document: Any, c: _Collector) -> HooksFile | None:
             _check_groups(name, groups, c, keep=None)
             continue
         _check_groups(name, groups, c, keep=events.setdefault(event.cursor, []))
-    return HooksFile(1, {k: tuple(v) for k, v in events.items()})
+    return HooksFile(1, {k: tuple(v) for k, v in events.items() if v})
 
 
 def _check_groups(name: str, groups: list[Any], c: _Collector, keep: list[HookEntry] | None) -> None:

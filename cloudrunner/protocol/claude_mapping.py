@@ -204,6 +204,6 @@ DECISIONS: tuple[tuple[str, str], ...] = (
      "reason and its ignored fields; it is never dropped silently."),
     ("Loop budget",
      "A `Stop`/`SubagentStop` block becomes a `followup_message`, counted against the same "
-     "loop budget (5) as Cursor's stop hooks; `stop_hook_active` is true from the second "
-     "stop of a conversation on."),
+     "loop budget (5) as Cursor's stop hooks; `stop_hook_active` is true when Cursor's "
+     "`loop_count` is above 0."),
 )  # fmt: skip

@@ -146,7 +146,9 @@ def _file_target(file: Path) -> Target:
     parent = file.parent
     if parent.name == ".claude" and file.name in ("settings.json", "settings.local.json"):
         origin = (
-            ClaudeOrigin.PROJECT_LOCAL if file.name == "settings.local.json" else ClaudeOrigin.PROJECT
+            ClaudeOrigin.PROJECT_LOCAL
+            if file.name == "settings.local.json"
+            else ClaudeOrigin.PROJECT
         )
         return Target(file, parent.parent, parent.parent, origin)
     if parent.name == ".cursor" and file.name == HOOKS_FILE_NAME:
@@ -350,7 +352,9 @@ def _sandbox_warnings(
     cannot run as written, a program the image does not have."""
     out: list[Diagnostic] = []
     # a Claude matcher is searched in Claude's tool names, which the Cursor check does not know
-    problem = validate_checks.matcher_problem(entry.event, entry.matcher) if not entry.claude else ""
+    problem = (
+        validate_checks.matcher_problem(entry.event, entry.matcher) if not entry.claude else ""
+    )
     if problem:
         out.append(warning("matcher-never-matches", problem, file=file,
                            pointer=f"{entry.pointer}/matcher"))  # fmt: skip

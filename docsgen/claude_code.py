@@ -88,7 +88,7 @@ silently. A malformed answer (`permissionDecision: "maybe"`) is `invalid_output`
 """
 
 
-def _origin_rows() -> list[tuple[str, ...]]:
+def _origin_rows() -> list[tuple[str, str, str]]:
     cursor = [
         ("1", "enterprise", "`/etc/cursor/hooks.json`"),
         ("2", "team", "the managed hooks file or directory"),
@@ -143,7 +143,7 @@ def render() -> str:
         "Claude's matchers and payloads name tools in Claude's spelling:",
         "",
         _tools(),
-        "Matchers follow Claude Code: none, `\"\"` or `*` match everything; a matcher made only",
+        'Matchers follow Claude Code: none, `""` or `*` match everything; a matcher made only',
         "of letters, digits, `_` and `|` is a list of exact names (`Edit|Write`); anything else",
         "is a regular expression (`Notebook.*`, `mcp__.*`), run by the same bounded ECMAScript",
         "engine as Cursor matchers.",

@@ -165,7 +165,9 @@ def _document(document: Any, c: _Collector) -> HooksFile | None:
     return HooksFile(1, {k: tuple(v) for k, v in events.items() if v})
 
 
-def _check_groups(name: str, groups: list[Any], c: _Collector, keep: list[HookEntry] | None) -> None:
+def _check_groups(
+    name: str, groups: list[Any], c: _Collector, keep: list[HookEntry] | None
+) -> None:
     for g, group in enumerate(groups):
         where = pointer_join("/hooks", name, g)
         if not isinstance(group, dict):
@@ -177,9 +179,7 @@ def _check_groups(name: str, groups: list[Any], c: _Collector, keep: list[HookEn
             continue
         for key in group:
             if key not in _GROUP_KEYS:
-                hint = (
-                    " (put it in each hook of `hooks`)" if key in HOOK_KEYS else ""
-                )
+                hint = " (put it in each hook of `hooks`)" if key in HOOK_KEYS else ""
                 c.warn("unknown-key", f"unknown key {key!r} is ignored{hint}",
                        pointer_join(where, key), at_key=True)  # fmt: skip
         matcher = group.get("matcher")
@@ -224,7 +224,7 @@ def _hook(
     if not isinstance(kind, str):
         c.fail(
             "wrong-type",
-            f"`type` must be a string (\"command\", \"prompt\", \"agent\" or \"http\"), not "
+            f'`type` must be a string ("command", "prompt", "agent" or "http"), not '
             f"{describe(kind) if 'type' in hook else 'missing'}",
             pointer_join(pointer, "type") if "type" in hook else pointer,
         )

@@ -91,9 +91,11 @@ Subject = Callable[[EventInput], str | None]
 
 def _tool(payload: EventInput) -> str | None:
     name = getattr(payload, "tool_name", None)
-    return claude_tool_name(name, getattr(payload, "tool_input", None)) if isinstance(
-        name, str
-    ) else None
+    return (
+        claude_tool_name(name, getattr(payload, "tool_input", None))
+        if isinstance(name, str)
+        else None
+    )
 
 
 def _field(name: str) -> Subject:

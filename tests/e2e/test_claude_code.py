@@ -19,7 +19,8 @@ GUARD = """\
 import json, sys
 event = json.load(sys.stdin)
 command = (event.get("tool_input") or {}).get("command", "")
-if event["hook_event_name"] == "PreToolUse" and event["tool_name"] == "Bash" and "rm -rf" in command:
+named = (event["hook_event_name"], event["tool_name"])
+if named == ("PreToolUse", "Bash") and "rm -rf" in command:
     print(json.dumps({"hookSpecificOutput": {
         "hookEventName": "PreToolUse", "permissionDecision": "deny",
         "permissionDecisionReason": "no recursive delete (session " + event["session_id"] + ")"}}))
@@ -51,8 +52,8 @@ SETTINGS = {
     "hooks": {
         "PreToolUse": [
             {"matcher": "Bash", "hooks": [
-                {"type": "command", "command": "python3 \"$CLAUDE_PROJECT_DIR\"/.claude/hooks/guard.py",
-                 "timeout": 20}]},
+                {"type": "command", "timeout": 20,
+                 "command": "python3 \"$CLAUDE_PROJECT_DIR\"/.claude/hooks/guard.py"}]},
         ],
         "PostToolUse": [
             {"matcher": "Edit|Write", "hooks": [

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from cloudrunner import pinning
 from cloudrunner.protocol.claude_config import compile_claude_matcher, parse_claude_settings
 from cloudrunner.protocol.claude_io import (
+    classify_claude,
     claude_input,
     claude_match,
-    classify_claude,
     translate_answer,
 )
 from cloudrunner.protocol.claude_mapping import CLAUDE_EVENTS, ClaudeOrigin, claude_tool_name
@@ -66,15 +66,13 @@ def test_the_nested_form_maps_onto_cursor_events() -> None:
 
 
 def test_the_exec_form_runs_without_a_shell() -> None:
-    result = _parse(_group("Stop", {"type": "command", "command": "node",
-                                    "args": ["$CLAUDE_PROJECT_DIR/x.js", "a b", "$(reboot)"]}))  # fmt: skip
+    args = ["$CLAUDE_PROJECT_DIR/x.js", "a b", "$(reboot)"]
+    result = _parse(_group("Stop", {"type": "command", "command": "node", "args": args}))
     assert result.config is not None
     entry = result.config.hooks["stop"][0]
     assert entry.claude is not None
     assert entry.claude.argv == ("node", "$CLAUDE_PROJECT_DIR/x.js", "a b", "$(reboot)")
-    assert entry.definition.command == (
-        "exec node \"$CLAUDE_PROJECT_DIR\"/x.js 'a b' '$(reboot)'"
-    )
+    assert entry.definition.command == ("exec node \"$CLAUDE_PROJECT_DIR\"/x.js 'a b' '$(reboot)'")
 
 
 @pytest.mark.parametrize(
@@ -109,12 +107,12 @@ def test_events_without_a_cursor_equivalent_are_reported() -> None:
         ({"hooks": []}, "/hooks"),
         ({"hooks": {"Stop": {"hooks": [CMD]}}}, "/hooks/Stop"),
         ({"hooks": {"Stop": [{"hooks": CMD}]}}, "/hooks/Stop/0/hooks"),
-        ({"hooks": {"Stop": [{"hooks": [{"command": "x"}]}]}}, "/hooks/Stop/0/hooks/0"),
-        ({"hooks": {"Stop": [{"hooks": [{**CMD, "timeout": "5"}]}]}}, "/hooks/Stop/0/hooks/0/timeout"),
-        ({"hooks": {"Stop": [{"hooks": [{**CMD, "timeout": 0}]}]}}, "/hooks/Stop/0/hooks/0/timeout"),
-        ({"hooks": {"Stop": [{"hooks": [{**CMD, "args": "x"}]}]}}, "/hooks/Stop/0/hooks/0/args"),
-        ({"hooks": {"Stop": [{"hooks": [{**CMD, "command": ""}]}]}}, "/hooks/Stop/0/hooks/0/command"),
-        ({"hooks": {"PreToolUse": [{"matcher": 3, "hooks": [CMD]}]}}, "/hooks/PreToolUse/0/matcher"),
+        (_group("Stop", {"command": "x"}), "/hooks/Stop/0/hooks/0"),
+        (_group("Stop", {**CMD, "timeout": "5"}), "/hooks/Stop/0/hooks/0/timeout"),
+        (_group("Stop", {**CMD, "timeout": 0}), "/hooks/Stop/0/hooks/0/timeout"),
+        (_group("Stop", {**CMD, "args": "x"}), "/hooks/Stop/0/hooks/0/args"),
+        (_group("Stop", {**CMD, "command": ""}), "/hooks/Stop/0/hooks/0/command"),
+        ({"hooks": {"Stop": [{"matcher": 3, "hooks": [CMD]}]}}, "/hooks/Stop/0/matcher"),
     ],
 )  # fmt: skip
 def test_wrong_types_disable_the_file_with_file_pointer_and_line(
@@ -239,18 +237,22 @@ def test_permission_decisions() -> None:
     deny = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
                                    "permissionDecisionReason": "no"}}  # fmt: skip
     assert _t("PreToolUse", "preToolUse", 0, deny).answer == {
-        "permission": "deny", "agent_message": "no"
+        "permission": "deny",
+        "agent_message": "no",
     }
     allow = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
                                     "updatedInput": {"command": "ls -1"}}}  # fmt: skip
     assert _t("PreToolUse", "preToolUse", 0, allow).answer == {
-        "permission": "allow", "updated_input": {"command": "ls -1"}
+        "permission": "allow",
+        "updated_input": {"command": "ls -1"},
     }
     assert _t("PreToolUse", "preToolUse", 2, stderr="blocked").answer == {
-        "permission": "deny", "agent_message": "blocked"
+        "permission": "deny",
+        "agent_message": "blocked",
     }
     assert _t("PreToolUse", "preToolUse", 0, {"decision": "block", "reason": "r"}).answer == {
-        "permission": "deny", "agent_message": "r"
+        "permission": "deny",
+        "agent_message": "r",
     }
 
 
@@ -298,8 +300,11 @@ def test_invalid_answers(stdout: Any) -> None:
     assert _t("PreToolUse", "preToolUse", 0, stdout).invalid
 
 
-@given(st.binary(max_size=200), st.sampled_from([0, 2]),
-       st.sampled_from([(e.name, e.cursor) for e in CLAUDE_EVENTS.values() if e.cursor]))
+@given(
+    st.binary(max_size=200),
+    st.sampled_from([0, 2]),
+    st.sampled_from([(e.name, e.cursor) for e in CLAUDE_EVENTS.values() if e.cursor]),
+)
 @settings(max_examples=300, deadline=None)
 def test_translation_never_raises(stdout: bytes, code: int, events: tuple[str, str]) -> None:
     translate_answer(events[0], EVENTS[events[1]], code, stdout, "err")
@@ -340,7 +345,8 @@ def test_sources_load_only_when_on(tmp_path: Path) -> None:
     sources = load_sources(SourceSettings(workspace=ws, claude_code=True))
     plan = build_plan(sources.loaded, "stop", {"status": "completed"})
     assert [t.hooks[0].source_path.name for t in plan.tiers] == [
-        "settings.local.json", "settings.json"
+        "settings.local.json",
+        "settings.json",
     ]
     assert [t.hooks[0].source_priority for t in plan.tiers] == [4, 5]
 
@@ -363,8 +369,8 @@ def test_managed_only_untrusted_and_pinned_treat_them_as_project(tmp_path: Path)
 
 def test_the_digest_covers_the_scripts_a_claude_file_names(tmp_path: Path) -> None:
     script = tmp_path / ".claude" / "hooks" / "x.sh"
-    ws = _repo(tmp_path, **{PROJECT: _group("Stop", {"type": "command", "command": "sh",
-                                                      "args": ["$CLAUDE_PROJECT_DIR/.claude/hooks/x.sh"]})})  # fmt: skip
+    hook = {"type": "command", "command": "sh", "args": ["$CLAUDE_PROJECT_DIR/.claude/hooks/x.sh"]}
+    ws = _repo(tmp_path, **{PROJECT: _group("Stop", hook)})
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text("echo 1\n")
     before = pinning.compute(ws, (ws / PROJECT).read_bytes(), PROJECT)

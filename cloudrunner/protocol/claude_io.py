@@ -78,6 +78,15 @@ def _decoded(value: Any) -> Any:
     return value
 
 
+def _tool_response(claude_tool: str | None, output: Any) -> Any:
+    """Cursor's `tool_output` as Claude's `tool_response`: JSON text decoded; a shell's plain
+    output in the object Claude Code gives for Bash (`stdout`, `stderr`, `interrupted`)."""
+    decoded = _decoded(output)
+    if claude_tool == "Bash" and isinstance(decoded, str):
+        return {"stdout": decoded, "stderr": "", "interrupted": False, "isImage": False}
+    return decoded
+
+
 def claude_input(claude_event: str, payload: EventInput, project_dir: str) -> dict[str, Any]:
     """The stdin document Claude Code gives a hook of `claude_event`, from Cursor's payload."""
     get = payload.__dict__.get
@@ -94,7 +103,7 @@ def claude_input(claude_event: str, payload: EventInput, project_dir: str) -> di
         if get("tool_use_id") is not None:
             out["tool_use_id"] = get("tool_use_id")
         if claude_event == "PostToolUse":
-            out["tool_response"] = _decoded(get("tool_output"))
+            out["tool_response"] = _tool_response(out["tool_name"], get("tool_output"))
         if claude_event == "PostToolUseFailure":
             out["error"] = get("error_message") or ""
             out["is_interrupt"] = bool(get("is_interrupt"))

@@ -204,6 +204,10 @@ DECISIONS: tuple[tuple[str, str], ...] = (
      "A field of a Claude answer with no Cursor equivalent on that event (for example "
      "`additionalContext` on `PreToolUse`, `suppressOutput`) is named in the hook's outcome "
      "reason and its ignored fields; it is never dropped silently."),
+    ("Tool output",
+     "Cursor's `tool_output` becomes Claude's `tool_response`: decoded when it is JSON text; "
+     "a shell's plain output becomes `{stdout, stderr: \"\", interrupted: false, isImage: "
+     "false}` as Claude Code gives for `Bash`."),
     ("Loop budget",
      "A `Stop`/`SubagentStop` block becomes a `followup_message`, counted against the same "
      "loop budget (5) as Cursor's stop hooks; `stop_hook_active` is true when Cursor's "

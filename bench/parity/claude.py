@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -60,8 +61,7 @@ class ClaudeRepo:
 def load_set(path: Path = SET) -> tuple[dict[str, Any], list[ClaudeRepo]]:
     document = json.loads(path.read_text(encoding="utf-8"))
     repos = [
-        ClaudeRepo(r["name"], r["repo"], r["commit"], list(r["events"]))
-        for r in document["repos"]
+        ClaudeRepo(r["name"], r["repo"], r["commit"], list(r["events"])) for r in document["repos"]
     ]
     return document, repos
 
@@ -155,6 +155,8 @@ def _json(text: str) -> dict[str, Any]:
 def effect(event: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     """What the hooks' answers make Claude Code do, by its documented rules."""
     decision, message, context = "allow", "", []
+    #: what Claude Code would do that no Cursor answer of the event can carry
+    lost: list[str] = []
     blocked = False
     for run in runs:
         code, answer = run["exit_code"], _json(run["stdout"]) if run["exit_code"] == 0 else {}
@@ -167,7 +169,10 @@ def effect(event: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         elif answer.get("continue") is False:
             said = ("deny", str(answer.get("stopReason") or ""))
         elif specific.get("permissionDecision") in _RANK and event == "PreToolUse":
-            said = (specific["permissionDecision"], str(specific.get("permissionDecisionReason") or ""))
+            said = (
+                specific["permissionDecision"],
+                str(specific.get("permissionDecisionReason") or ""),
+            )
         elif answer.get("decision") == "block":
             said = ("deny", str(answer.get("reason") or ""))
         if said is not None and event in ("PreToolUse", "UserPromptSubmit"):
@@ -181,13 +186,24 @@ def effect(event: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
             context.append(said[1])
         if event == "PostToolUse" and isinstance(specific.get("additionalContext"), str):
             context.append(specific["additionalContext"])
+        elif code == 0 and event == "UserPromptSubmit" and run["stdout"].strip():
+            # Claude Code adds a prompt hook's stdout (or additionalContext) to the context
+            extra = specific.get("additionalContext") if answer else run["stdout"].strip()
+            if isinstance(extra, str) and extra:
+                lost.append("context added to the prompt")
+        elif code == 0 and isinstance(specific.get("additionalContext"), str):
+            lost.append(f"additionalContext on {event}")
     if event in ("Stop", "SubagentStop"):
-        return {"decision": "continue" if blocked else "stop", "message": message}
-    if event == "PostToolUse":
-        return {"decision": "none", "message": "\n\n".join(context)}
-    if event == "UserPromptSubmit":
-        return {"decision": "block" if decision == "deny" else "allow", "message": message}
-    return {"decision": decision, "message": message}
+        out = {"decision": "continue" if blocked else "stop", "message": message}
+    elif event == "PostToolUse":
+        out = {"decision": "none", "message": "\n\n".join(context)}
+    elif event == "UserPromptSubmit":
+        out = {"decision": "block" if decision == "deny" else "allow", "message": message}
+    else:
+        out = {"decision": decision, "message": message}
+    if lost:
+        out["not_carried"] = sorted(set(lost))
+    return out
 
 
 def cursor_effect(event: str, answer: dict[str, Any] | None) -> dict[str, Any]:
@@ -335,7 +351,9 @@ def cmd_run(cache: Path, only: Sequence[str], out: Path, runtime: str) -> int:
                 lay_out(tree, ws, home)
                 payload = _cursor_payload(repo, event, ws)
                 expected = fill(expected, str(ws)) if expected else None
-                worker = f"parity-claude-{uuid.uuid4().hex[:8]}"
+                worker = os.environ.get("CLOUDRUNNER_WORKER_ID") or (
+                    f"parity-claude-{uuid.uuid4().hex[:8]}"
+                )
                 with ClaudeDaemon(base / "daemon", worker, runtime) as daemon:
                     call = daemon.send(payload["hook_event_name"], json.dumps(payload).encode())
                     records = daemon.records(payload["generation_id"])
@@ -353,6 +371,8 @@ def cmd_run(cache: Path, only: Sequence[str], out: Path, runtime: str) -> int:
                 }
             )  # fmt: skip
             shown = "same" if same else f"DIFFERS: {why}"
+            if same and expected and expected.get("not_carried"):
+                shown += f" (Cursor's answer cannot carry: {', '.join(expected['not_carried'])})"
             bare_decision = expected["decision"] if expected else "-"
             print(f"{event['id']:<28} bare {bare_decision:<9} daemon {got['decision']:<9} {shown}")
     out.mkdir(parents=True, exist_ok=True)
@@ -363,8 +383,11 @@ def cmd_run(cache: Path, only: Sequence[str], out: Path, runtime: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.parity.claude", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.parity.claude",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("obtain", "record", "run"):
         p = sub.add_parser(name)

@@ -4,6 +4,8 @@ both Claude files) behind `cloudrunner serve` and the client, hooks in real cont
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -199,3 +201,34 @@ def test_both_files_merge_local_first(tmp_path: Path, docker_tracker: DockerTrac
         hooks = [r for r in served.deployment.records() if r["kind"] == "hook"]
         files_in_order = [Path(r["source_file"]).name for r in hooks]
         assert files_in_order == ["settings.local.json", "settings.json"]
+
+
+def test_replay_covers_claude_hooks(tmp_path: Path, docker_tracker: DockerTracker) -> None:
+    tmp_path.chmod(0o755)
+    deployment = _deployment(tmp_path, docker_tracker.worker_id, _files())
+    stream = tmp_path / "session.jsonl"
+    guarded = deployment.event(
+        "preToolUse", tool_name="Shell", tool_input={"command": "rm -rf build"}
+    )
+    stop = deployment.event("stop", status="completed", loop_count=0)
+    for payload in (guarded, stop):
+        proc = deployment.run(payload, "--claude-code", "--record", str(stream))
+        assert proc.returncode == 0, proc.stderr.decode()
+    entries = [json.loads(line) for line in stream.read_text().splitlines()]
+    assert entries[0]["expected"]["permission"] == "deny"
+    assert entries[0]["hooks"][0]["source_file"].endswith(".claude/settings.json")
+
+    def replay(state: str, *flags: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "cloudrunner", "replay", str(stream),
+             "--repo", deployment.origin.as_uri(), "--state-dir", str(tmp_path / state),
+             "--enterprise-hooks", str(deployment.enterprise / "hooks.json"), *flags],
+            capture_output=True, text=True, env=deployment.base_env(), timeout=600, check=False,
+        )  # fmt: skip
+
+    green = replay("replay-on", "--claude-code")
+    assert green.returncode == 0, green.stdout + green.stderr
+    assert "replay: 2 events, 2 match, 0 diverged" in green.stdout
+    off = replay("replay-off")
+    assert off.returncode == 1, off.stdout + off.stderr
+    assert "replay: 2 events, 0 match, 2 diverged" in off.stdout

@@ -402,3 +402,32 @@ def test_a_claude_hook_result_names_its_translation(tmp_path: Path) -> None:
     assert result.ignored_fields
     failed = classify_claude(hook, plan.event, Execution(ExecutionStatus.OK, 1, b""))
     assert failed.outcome is Outcome.ERROR and "Claude Code" in failed.reason
+
+
+# ---------------------------------------------------------------------------- validate
+
+
+def test_validate_gives_claude_hooks_verdicts(tmp_path: Path) -> None:
+    from cloudrunner.settings import Settings
+    from cloudrunner.validate import validate_paths
+
+    document = {"hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [CMD, {"type": "prompt", "prompt": "p"}]}],
+        "SessionStart": [{"hooks": [CMD]}],
+    }}  # fmt: skip
+    ws = _repo(tmp_path, **{PROJECT: document, LOCAL: _group("Stop", CMD)})
+    off = validate_paths([ws])
+    assert [f.path.name for f in off.files] == ["settings.local.json", "settings.json"]
+    verdicts = {(h.event, h.verdict) for f in off.files for h in f.hooks}
+    assert verdicts == {("stop", "skipped"), ("preToolUse", "skipped"), ("sessionStart", "skipped")}
+    assert all("sources.claude_code is off" in h.reason for f in off.files for h in f.hooks)
+
+    settings = Settings.model_validate({"sources": {"claude_code": True}})
+    on = validate_paths([ws], settings=settings)
+    by_event = {h.event: h for f in on.files for h in f.hooks}
+    assert by_event["preToolUse"].verdict == "runs"
+    assert "Claude Code PreToolUse" in by_event["preToolUse"].reason
+    assert by_event["sessionStart"].verdict == "skipped"
+    assert "not available in cloud agents" in by_event["sessionStart"].reason
+    codes = [d.code for f in on.files for d in f.diagnostics]
+    assert "hook-skipped" in codes  # the prompt hook, reported

@@ -485,6 +485,12 @@ def _user(settings: SourceSettings) -> LoadedSource:
     return _load_file(SourceKind.USER, path, directory, directory, settings.profile, required=False)
 
 
+def _claude_skipped(
+    kind: SourceKind, path: Path, origin: ClaudeOrigin, note: Diagnostic
+) -> LoadedSource:
+    return replace(_not_loaded(kind, path, SourceStatus.SKIPPED, note), origin=origin)
+
+
 def _claude_project(settings: SourceSettings, origin: ClaudeOrigin) -> LoadedSource | None:
     """`.claude/settings.local.json` or `.claude/settings.json` of the workspace: project
     sources for trust, managed-only mode and pinning; None when there is nothing to say."""
@@ -501,9 +507,7 @@ def _claude_project(settings: SourceSettings, origin: ClaudeOrigin) -> LoadedSou
             "(turn it on to run its hooks, as Cursor's Third Party Hooks setting does)",
             file=str(path),
         )
-        return replace(
-            _not_loaded(SourceKind.PROJECT, path, SourceStatus.SKIPPED, note), origin=origin
-        )
+        return _claude_skipped(SourceKind.PROJECT, path, origin, note)
     if SourceKind.PROJECT not in settings.allowed:
         return replace(_load(SourceKind.PROJECT, settings, origin=origin), path=path)
     if not settings.trust_workspace:
@@ -512,9 +516,7 @@ def _claude_project(settings: SourceSettings, origin: ClaudeOrigin) -> LoadedSou
             f"workspace {workspace} is not trusted, so its Claude Code hooks are not loaded",
             file=str(path),
         )
-        return replace(
-            _not_loaded(SourceKind.PROJECT, path, SourceStatus.SKIPPED, note), origin=origin
-        )
+        return _claude_skipped(SourceKind.PROJECT, path, origin, note)
     loaded = _load_file(
         SourceKind.PROJECT, path, workspace, workspace, settings.profile, required=False,
         origin=origin,
@@ -539,9 +541,7 @@ def _claude_user(settings: SourceSettings) -> LoadedSource | None:
             "(a cloud VM has no user home config)",
             file=str(path),
         )
-        return replace(
-            _not_loaded(SourceKind.USER, path, SourceStatus.SKIPPED, note), origin=origin
-        )
+        return _claude_skipped(SourceKind.USER, path, origin, note)
     if SourceKind.USER not in settings.allowed:
         return replace(_load(SourceKind.USER, settings, origin=origin), path=path)
     working_dir = settings.workspace or directory

@@ -193,6 +193,7 @@ def effect(event: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
                 lost.append("context added to the prompt")
         elif code == 0 and isinstance(specific.get("additionalContext"), str):
             lost.append(f"additionalContext on {event}")
+    out: dict[str, Any]
     if event in ("Stop", "SubagentStop"):
         out = {"decision": "continue" if blocked else "stop", "message": message}
     elif event == "PostToolUse":

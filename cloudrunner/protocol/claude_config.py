@@ -32,11 +32,8 @@ from cloudrunner.protocol.config import (
     HooksFile,
     ParseResult,
     _Collector,
-    _decode,
-    _load_json,
-    _locate,
-    _warn_duplicates,
     describe,
+    parse_json_file,
 )
 from cloudrunner.protocol.diagnostics import error, info, pointer_join
 from cloudrunner.protocol.events import EVENTS
@@ -84,19 +81,7 @@ def exec_command(argv: tuple[str, ...]) -> str:
 
 def parse_claude_settings(data: bytes, *, file: str) -> ParseResult:
     """Parse the hooks of one Claude Code settings file. Never raises for bad input."""
-    c = _Collector(file)
-    text = _decode(data, c)
-    loaded = _load_json(text, c) if text is not None else None
-    config: HooksFile | None = None
-    if loaded is not None:
-        document, has_duplicates = loaded
-        config = _document(document, c)
-        if has_duplicates and text is not None:
-            _warn_duplicates(text, c)
-    if c.fatal:
-        config = None
-    diagnostics = _locate(text, c) if text is not None and loaded is not None else c.diagnostics
-    return ParseResult(file, config, tuple(diagnostics))
+    return parse_json_file(data, file=file, read=_document)
 
 
 def _document(document: Any, c: _Collector) -> HooksFile | None:

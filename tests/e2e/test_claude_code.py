@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Deployment
+from tests.e2e.conftest import Deployment, bare_origin
 from tests.support.daemon_process import DaemonProcess, daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import git
 
 GUARD = """\
 import json, sys
@@ -80,11 +79,7 @@ def _deployment(base: Path, worker_id: str, files: dict[str, str]) -> Deployment
         path = src / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    git(src, "init", "-q", "-b", "main")
-    git(src, "add", "-A")
-    git(src, "commit", "-q", "-m", "claude hooks")
-    origin = base / "origin.git"
-    git(base, "clone", "-q", "--bare", str(src), str(origin))
+    origin = bare_origin(base, src, "claude hooks")
     enterprise = base / "enterprise"
     enterprise.mkdir()
     for path in (base, enterprise):

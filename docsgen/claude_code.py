@@ -31,8 +31,8 @@ _LOADING = """\
   repository hooks run: an untrusted workspace loads neither, managed-only mode
   (`sources.allowed` without `project`) loads neither, and pinned digests
   (`sources.project_digests`) cover each file and the scripts its commands name (each file
-  has its own digest: `cloudrunner hooks digest` prints the one of `.cursor/hooks.json`, and
-  a Claude file that is not approved says which digest to add).
+  has its own digest: `cloudrunner hooks digest --file .claude/settings.json DIR` prints it,
+  and a Claude file that is not approved says which digest to add).
 - `~/.claude/settings.json` is a **user source**: skipped and reported in the cloud profile,
   like `~/.cursor/hooks.json`; loaded in the desktop profile.
 - Their hooks run in the project source's sandbox, in the workspace root, with

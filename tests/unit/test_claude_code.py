@@ -431,3 +431,33 @@ def test_validate_gives_claude_hooks_verdicts(tmp_path: Path) -> None:
     assert "not available in cloud agents" in by_event["sessionStart"].reason
     codes = [d.code for f in on.files for d in f.diagnostics]
     assert "hook-skipped" in codes  # the prompt hook, reported
+
+
+# ---------------------------------------------------------------------------- hostile files
+
+
+def test_a_claude_file_that_escapes_the_repository_or_is_too_big_is_refused(
+    tmp_path: Path,
+) -> None:
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps(_group("Stop", CMD)))
+    ws = _repo(tmp_path / "ws", **{LOCAL: {}})
+    (ws / PROJECT).symlink_to(outside)
+    (ws / LOCAL).write_bytes(b" " * (1024 * 1024 + 1))
+    forget_loaded_sources()
+    loaded = load_sources(SourceSettings(workspace=ws, claude_code=True))
+    by_name = {s.name: s for s in loaded.sources}
+    assert by_name["claude-project"].status is SourceStatus.BROKEN
+    assert by_name["claude-project-local"].status is SourceStatus.BROKEN
+    assert all(not s.hooks for s in loaded.sources if s.origin is not None)
+
+
+def test_hooks_digest_prints_a_claude_files_digest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cloudrunner.cli import main
+
+    ws = _repo(tmp_path, **{PROJECT: _group("Stop", CMD)})
+    assert main(["hooks", "digest", "--file", PROJECT, str(ws)]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == pinning.compute(ws, (ws / PROJECT).read_bytes(), PROJECT).digest

@@ -461,3 +461,15 @@ def test_hooks_digest_prints_a_claude_files_digest(
     assert main(["hooks", "digest", "--file", PROJECT, str(ws)]) == 0
     printed = capsys.readouterr().out.strip()
     assert printed == pinning.compute(ws, (ws / PROJECT).read_bytes(), PROJECT).digest
+
+
+def test_a_changed_claude_file_is_read_again(tmp_path: Path) -> None:
+    ws = _repo(tmp_path, **{PROJECT: _group("Stop", CMD)})
+    forget_loaded_sources()
+    first = load_sources(SourceSettings(workspace=ws, claude_code=True))
+    (ws / PROJECT).write_text(json.dumps(_group("Stop", CMD, {**CMD, "command": "echo 2"})))
+    again = first.reload()
+    claude = next(s for s in again.sources if s.origin is ClaudeOrigin.PROJECT)
+    assert len(claude.hooks["stop"]) == 2 and SourceKind.PROJECT in again.changed
+    cursor = next(s for s in again.sources if s.kind is SourceKind.PROJECT and s.origin is None)
+    assert cursor.path == ws / ".cursor" / "hooks.json"

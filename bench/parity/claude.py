@@ -22,6 +22,7 @@ does not use cloudrunner's translation), so the comparison checks that translati
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -144,12 +145,32 @@ def run_bare(root: Path, home: Path, claude: dict[str, Any]) -> list[dict[str, A
     return runs
 
 
+def kept(run: dict[str, Any]) -> dict[str, Any]:
+    """A hook run as the set keeps it: a JSON answer as given, other stdout only as its
+    sha256 and length (it can be the repository's own text), stderr cut to 500 characters."""
+    stdout = run["stdout"]
+    out = {**run, "stderr": run["stderr"][:500]}
+    if not _json(stdout):
+        data = stdout.encode()
+        out["stdout"] = ""
+        out["stdout_plain"] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    return out
+
+
 def _json(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _plain(run: dict[str, Any]) -> bool:
+    """Whether a run wrote non-JSON text on stdout."""
+    plain = run.get("stdout_plain")
+    if isinstance(plain, dict):
+        return bool(plain.get("bytes"))
+    return bool(run["stdout"].strip()) and not _json(run["stdout"])
 
 
 def effect(event: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -186,10 +207,10 @@ def effect(event: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
             context.append(said[1])
         if event == "PostToolUse" and isinstance(specific.get("additionalContext"), str):
             context.append(specific["additionalContext"])
-        elif code == 0 and event == "UserPromptSubmit" and run["stdout"].strip():
+        elif code == 0 and event == "UserPromptSubmit" and (answer or _plain(run)):
             # Claude Code adds a prompt hook's stdout (or additionalContext) to the context
-            extra = specific.get("additionalContext") if answer else run["stdout"].strip()
-            if isinstance(extra, str) and extra:
+            extra = specific.get("additionalContext") if answer else _plain(run)
+            if extra:
                 lost.append("context added to the prompt")
         elif code == 0 and isinstance(specific.get("additionalContext"), str):
             lost.append(f"additionalContext on {event}")
@@ -267,7 +288,7 @@ def _bare_twice(tree: Path, event: dict[str, Any]) -> tuple[list[dict[str, Any]]
             root, home = Path(scratch) / f"repo{attempt}", Path(scratch) / f"home{attempt}"
             lay_out(tree, root, home)
             runs = run_bare(root, home, event["claude"])
-            results.append(fill_back(runs, str(root), str(home)))
+            results.append([kept(r) for r in fill_back(runs, str(root), str(home))])
     return results[0], results[0] == results[1], scratch
 
 

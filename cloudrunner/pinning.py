@@ -37,6 +37,7 @@ from pathlib import Path
 
 from cloudrunner import shell_syntax
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.protocol.claude_config import parse_claude_settings
 from cloudrunner.protocol.config import parse_hooks_file
 from cloudrunner.repo_files import RepoFileRefused, inside, open_inside
 
@@ -269,7 +270,9 @@ def compute(
     """The digest of a repository's project hooks, given the hooks file's bytes (the ones
     the loader read, so a file swapped in between cannot be approved by accident);
     `extra_paths`: the operator's globs of more files to cover."""
-    parsed = parse_hooks_file(hooks_bytes, file=hooks_file)
+    # A Claude Code settings file (`.claude/settings*.json`) is read in Claude's form.
+    parse = parse_claude_settings if hooks_file.startswith(".claude/") else parse_hooks_file
+    parsed = parse(hooks_bytes, file=hooks_file)
     commands: Iterable[str] = ()
     if parsed.config is not None:
         commands = [

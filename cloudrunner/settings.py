@@ -72,6 +72,11 @@ class SourcesSettings(_Section):
     )
     """the sources that may load; managed-only mode: ["enterprise", "team"] (the others are
     skipped, and each skip is recorded with this reason)"""
+    claude_code: bool = False
+    """also load Claude Code hooks (Cursor's "Third Party Hooks"): the workspace's
+    .claude/settings.local.json and .claude/settings.json below the project source, and
+    ~/.claude/settings.json as a user source; project sources for trust, managed-only mode and
+    pinning"""
     project_digests: list[Annotated[str, AfterValidator(_digest)]] | None = None
     """pinned project hooks: the approved digests of a repository's hooks (`cloudrunner hooks
     digest DIR` prints one); project hooks whose digest is not listed do not load; unset:
@@ -304,6 +309,7 @@ ENV_KEYS: dict[str, str] = {
     "CLOUDRUNNER_ENTERPRISE_HOOKS": "sources.enterprise_hooks",
     "CLOUDRUNNER_TEAM_HOOKS": "sources.team_hooks",
     "CLOUDRUNNER_TRUST_PROJECT_HOOKS": "sources.trust_project_hooks",
+    "CLOUDRUNNER_CLAUDE_CODE": "sources.claude_code",
     "CLOUDRUNNER_REPO": "workspace.repo",
     "CLOUDRUNNER_REF": "workspace.ref",
     "CLOUDRUNNER_WORKSPACE": "workspace.path",

@@ -246,6 +246,7 @@ class Worker(ClosesOnExit):
                 allowed=frozenset(SourceKind(k) for k in self.settings.sources.allowed),
                 project_digests=_frozen(self.settings.sources.project_digests),
                 project_digest_paths=tuple(self.settings.sources.project_digest_paths),
+                claude_code=self.settings.sources.claude_code,
             )
         )
         try:

@@ -43,21 +43,30 @@ def add_digest_arguments(parser: argparse.ArgumentParser) -> None:
         help="the worker settings whose sources.project_digest_paths apply "
         "(default: CLOUDRUNNER_CONFIG, else /etc/cloudrunner/config.toml when it exists)",
     )  # fmt: skip
+    parser.add_argument(
+        "--file", default=".cursor/hooks.json", metavar="PATH",
+        choices=[".cursor/hooks.json", ".claude/settings.json", ".claude/settings.local.json"],
+        help="the hooks file to digest, relative to DIR (Claude Code files are approved "
+        "one by one; default: .cursor/hooks.json)",
+    )  # fmt: skip
 
 
 def digest_command(args: argparse.Namespace) -> int:
     from cloudrunner.pinning import DigestError, check_glob, compute
     from cloudrunner.settings import load_settings
-    from cloudrunner.sources import HOOKS_FILE_NAME, HooksFileRefused, read_hooks_bytes
+    from cloudrunner.sources import HooksFileRefused, read_hooks_bytes
 
     root: Path = args.directory
     if not root.is_dir():
         raise DigestError(f"{root} is not a directory; give the repository's root")
-    path = root / ".cursor" / HOOKS_FILE_NAME
+    relative = getattr(args, "file", ".cursor/hooks.json")
+    path = root / relative
     try:
         data = read_hooks_bytes(path, root)
     except FileNotFoundError:
-        raise DigestError(f"{path} does not exist: {root} has no project hooks") from None
+        raise DigestError(
+            f"{path} does not exist: {root} has no project hooks in {relative}"
+        ) from None
     except HooksFileRefused as exc:
         raise DigestError(exc.message) from None
     try:
@@ -65,7 +74,7 @@ def digest_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise DigestError(f"--path: {exc}") from None
     globs = [*load_settings(args.config).sources.project_digest_paths, *extra]
-    result = compute(root, data, extra_paths=globs)
+    result = compute(root, data, relative, extra_paths=globs)
     print(result.render() if args.files else result.digest)
     if result.unseen and not args.files:
         print(

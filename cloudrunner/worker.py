@@ -25,7 +25,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -146,6 +146,7 @@ class Worker(ClosesOnExit):
         reap: bool = True,
         home_root: Path | None = None,
         egress: Egress | None = None,
+        on_sources: Callable[[Path, SourceSet], None] | None = None,
     ) -> None:
         """`audit`, `pool` and `client` are shared when given (the daemon runs one worker per
         workspace over one audit log, one engine connection and one warm-sandbox pool) and
@@ -153,7 +154,10 @@ class Worker(ClosesOnExit):
         (default: the state directory); `reap` removes orphaned sandboxes on the first
         engine connection (the daemon does that once, at start); `home_root` holds the
         hooks' homes (default: <state_dir>/homes); `egress` is shared like `audit` (one
-        proxy, one access-log reader per process, so each attempt is recorded once)."""
+        proxy, one access-log reader per process, so each attempt is recorded once);
+        `on_sources` is told each workspace's sources as an event loads them (the daemon's
+        fail policy)."""
+        self.on_sources = on_sources
         self.settings = settings
         self.worker_id = settings.effective_worker_id
         self.profile = Profile(settings.profile)
@@ -233,19 +237,9 @@ class Worker(ClosesOnExit):
                 },
             )
             return EventReply(answer, gated=True, records=1, conversation_id=ids["conversation_id"])
-        sources = load_sources(
-            SourceSettings(
-                workspace=ws.root,
-                profile=self.profile,
-                enterprise_path=self.settings.sources.enterprise_hooks,
-                team_path=self.settings.sources.team_hooks,
-                user_home=self.settings.sources.user_home,
-                trust_workspace=self.settings.sources.trust_project_hooks
-                and ws.trust_project_hooks,
-                allowed=frozenset(SourceKind(k) for k in self.settings.sources.allowed),
-                project_digests=_frozen(self.settings.sources.project_digests),
-            )
-        )
+        sources = load_sources(self._source_settings(ws.root, ws.trust_project_hooks))
+        if self.on_sources is not None:
+            self.on_sources(ws.root, sources)
         try:
             plan = build_plan(
                 sources.loaded,
@@ -378,6 +372,36 @@ class Worker(ClosesOnExit):
         )
 
     # ------------------------------------------------------------------ pieces
+
+    def _source_settings(self, root: Path | None, trusted: bool) -> SourceSettings:
+        return SourceSettings(
+            workspace=root,
+            profile=self.profile,
+            enterprise_path=self.settings.sources.enterprise_hooks,
+            team_path=self.settings.sources.team_hooks,
+            user_home=self.settings.sources.user_home,
+            trust_workspace=self.settings.sources.trust_project_hooks and trusted,
+            allowed=frozenset(SourceKind(k) for k in self.settings.sources.allowed),
+            project_digests=_frozen(self.settings.sources.project_digests),
+        )
+
+    def startup_sources(self) -> tuple[Path | None, SourceSet]:
+        """The sources this worker serves before any event names a workspace (for the fail
+        policy the daemon publishes at start): the configured workspace's, when it is a
+        checkout already there (`--workspace`, or a `--repo` clone made before), else the
+        operator's sources alone. Nothing is cloned and nothing recorded."""
+        cfg = self.settings.workspace
+        path = self._clone_dest() if cfg.repo else cfg.path
+        root: Path | None = None
+        trusted = True
+        if path is not None and path.is_absolute() and (not cfg.repo or (path / ".git").exists()):
+            try:
+                ws = workspace.adopt(path, trust_project_hooks=self.settings.sources.trust_project_hooks)
+            except CloudrunnerError:
+                pass  # the first event says what is wrong with it
+            else:
+                root, trusted = ws.root, ws.trust_project_hooks
+        return root, load_sources(self._source_settings(root, trusted))
 
     def _append_first(
         self, event: str, kind: RecordKind, fields: Mapping[str, Any], *, runs: bool = True
@@ -608,11 +632,7 @@ class Worker(ClosesOnExit):
                 f'relative; give an absolute path (for example --workspace "$PWD/{cfg.path}")'
             )
         if cfg.repo:
-            dest = (
-                cfg.path
-                or self.settings.clone_dir
-                / hashlib.sha256(f"{cfg.repo}\n{cfg.ref}".encode()).hexdigest()[:16]
-            )
+            dest = self._clone_dest()
             with _locked(dest.parent / f".{dest.name}.lock"):
                 if (dest / ".git").exists():
                     return workspace.adopt(dest, trust_project_hooks=trust)
@@ -646,6 +666,12 @@ class Worker(ClosesOnExit):
         raise workspace.WorkspaceError(
             "no workspace: give --workspace DIR, --repo URL, or workspace_roots in the payload"
         )
+
+    def _clone_dest(self) -> Path:
+        """Where the configured repository is cloned."""
+        cfg = self.settings.workspace
+        key = hashlib.sha256(f"{cfg.repo}\n{cfg.ref}".encode()).hexdigest()[:16]
+        return cfg.path or self.settings.clone_dir / key
 
     def _hand_over(self, root: Path) -> None:
         """A clone this worker made as root belongs to the unprivileged hook uid, so hooks

@@ -134,6 +134,9 @@ def _parse(raw: bytes) -> dict[str, Any]:
         raise _Invalid(f"the line is not JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise _Invalid(f"the line must be a JSON object, not {_type_name(doc)}")
+    missing = sorted(_KNOWN.difference(doc))
+    if missing:
+        raise _Invalid(f"the field(s) {', '.join(missing)} are missing")
     version = doc.get("version")
     if type(version) is not int or version != SPOOL_VERSION:
         raise _Invalid(f'"version" must be {SPOOL_VERSION}, not {version!r}'[:200])

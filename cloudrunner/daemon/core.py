@@ -179,7 +179,7 @@ class Daemon(ClosesOnExit):
             sessions = list(self._sessions.items())
         for session_id, session in sessions:
             root, sources = session.worker.startup_sources()
-            self.policy.observe(session_id, root, sources)
+            self.policy.observe(session_id, root, sources, publish=False)
         return self.policy.publish()
 
     def drain(self, timeout_s: float) -> bool:

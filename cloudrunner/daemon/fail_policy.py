@@ -143,9 +143,12 @@ class PolicyBook:
         #: the last write's problem, one line (None when it was written)
         self.problem: str | None = None
 
-    def observe(self, session: str, root: Path | None, sources: SourceSet) -> None:
+    def observe(
+        self, session: str, root: Path | None, sources: SourceSet, *, publish: bool = True
+    ) -> None:
         """A daemon session loaded `sources` for the workspace `root` (None: none known
-        yet, the operator's sources alone): publish again if that changes the union."""
+        yet, the operator's sources alone): publish again if that changes the union
+        (`publish` false: only note them, `publish()` follows)."""
         key = (session, root)
         versions = _versions(sources)
         seen = self._seen.get(key)
@@ -158,7 +161,8 @@ class PolicyBook:
                 # the operator's sources are loaded with every workspace's: the entry
                 # without one would only keep their old versions
                 self._seen.pop((session, None), None)
-            self._publish_locked(force=False)
+            if publish:
+                self._publish_locked(force=False)
 
     def forget(self, session: str) -> None:
         """Drop every workspace of a daemon session that closed."""

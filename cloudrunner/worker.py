@@ -396,7 +396,9 @@ class Worker(ClosesOnExit):
         trusted = True
         if path is not None and path.is_absolute() and (not cfg.repo or (path / ".git").exists()):
             try:
-                ws = workspace.adopt(path, trust_project_hooks=self.settings.sources.trust_project_hooks)
+                ws = workspace.adopt(
+                    path, trust_project_hooks=self.settings.sources.trust_project_hooks
+                )
             except CloudrunnerError:
                 pass  # the first event says what is wrong with it
             else:

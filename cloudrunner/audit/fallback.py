@@ -252,9 +252,7 @@ def _records(fd: int, spool: str) -> tuple[list[dict[str, Any]], int]:
         number += 1
         try:
             if length > MAX_LINE_BYTES:
-                raise _Invalid(
-                    f"the line is {length} bytes, over the {MAX_LINE_BYTES}-byte bound"
-                )
+                raise _Invalid(f"the line is {length} bytes, over the {MAX_LINE_BYTES}-byte bound")
             fields = _parse(body)
         except _Invalid as exc:
             invalid += 1

@@ -168,7 +168,8 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KIND",
-        help="hook, decision, gated, refused, skipped, environment, reaped, egress, fallback, torn_record",
+        help="hook, decision, gated, refused, skipped, environment, reaped, egress, "
+        "fallback, torn_record",
     )
     group.add_argument("--session", action="append", default=[], metavar="ID")
     group.add_argument(

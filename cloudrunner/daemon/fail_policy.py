@@ -66,9 +66,7 @@ def _versions(sources: SourceSet) -> tuple[object, ...]:
     return tuple((s.kind, s.status, s.sha256) for s in sources.sources)
 
 
-def render(
-    events: EventSources, *, daemon_id: str, pid: int, written_at: str
-) -> dict[str, object]:
+def render(events: EventSources, *, daemon_id: str, pid: int, written_at: str) -> dict[str, object]:
     """The policy document (see the module docstring for where it goes)."""
     names = sorted(events)
     return {
@@ -78,8 +76,7 @@ def render(
         "written_at": written_at,
         "fail_closed_events": names,
         "sources": {
-            name: [str(kind) for kind in SourceKind if kind in events[name]]
-            for name in names
+            name: [str(kind) for kind in SourceKind if kind in events[name]] for name in names
         },
     }
 

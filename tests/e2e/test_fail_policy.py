@@ -90,7 +90,9 @@ def test_a_stopped_daemon_leaves_a_policy_the_client_follows_and_the_next_one_re
         hooks = json.loads(hooks_file.read_text())
         hooks["hooks"]["preToolUse"] = [{"command": GUARD, "failClosed": True}]
         hooks_file.write_text(json.dumps(hooks))
-        stop = run_client(["hook", "stop"], _payload(workspace, "stop", status="completed"), env=env)
+        stop = run_client(
+            ["hook", "stop"], _payload(workspace, "stop", status="completed"), env=env
+        )
         assert stop.returncode == 0, stop.stderr.decode()
         policy = json.loads((state / "fail-policy.json").read_text())
         assert policy["fail_closed_events"] == ["beforeShellExecution", "preToolUse"]

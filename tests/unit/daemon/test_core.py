@@ -120,7 +120,9 @@ def _repo(path: Path, hooks: dict[str, object]) -> Path:
 
 
 def test_the_fail_policy_covers_every_session_and_forgets_a_closed_one(tmp_path: Path) -> None:
-    main = _repo(tmp_path / "main", {"beforeShellExecution": [{"command": "a", "failClosed": True}]})
+    main = _repo(
+        tmp_path / "main", {"beforeShellExecution": [{"command": "a", "failClosed": True}]}
+    )
     other = _repo(tmp_path / "other", {"preToolUse": [{"command": "b", "failClosed": True}]})
     state = tmp_path / "state"
     settings = load_settings(

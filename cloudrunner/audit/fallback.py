@@ -18,7 +18,6 @@ or `MAX_INVALID_RECORDS` invalid lines, the rest is summed up in one record.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
 import hashlib
@@ -282,17 +281,6 @@ def _records(fd: int, spool: str) -> tuple[list[dict[str, Any]], int]:
     return out, invalid
 
 
-@contextlib.contextmanager
-def _dir_lock(directory: Path) -> Iterator[None]:
-    """An exclusive lock on the run directory itself: one ingestion at a time."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 def ingest(run_dir: Path, audit: AuditWriter) -> IngestReport:
     """Take the spool in `run_dir` (and a leftover from a crash) into the audit log; never
     raises for an expected problem: a spool that cannot be taken stays for the next start,
@@ -301,7 +289,10 @@ def ingest(run_dir: Path, audit: AuditWriter) -> IngestReport:
     spool, ingesting = run_dir / SPOOL_FILE, run_dir / INGESTING_FILE
     problems: list[str] = []
     try:
-        with _dir_lock(run_dir):
+        # one ingestion at a time: an exclusive lock on the run directory itself
+        lock = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
             for leftover in (True, False):
                 if not leftover:
                     if not os.path.lexists(spool):
@@ -311,6 +302,8 @@ def ingest(run_dir: Path, audit: AuditWriter) -> IngestReport:
                     continue
                 if not _take(ingesting, audit, report, problems):
                     break
+        finally:
+            os.close(lock)
     except OSError as exc:
         problems.append(
             f"the fallback spool in {run_dir} cannot be taken ({exc.strerror or exc}); "

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import docker
 import docker.errors
@@ -38,6 +38,7 @@ from cloudrunner import gate, hook_home, ownership, recording, transcript, works
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind, TornAcknowledgement
 from cloudrunner.audit.pipeline import Cleaned
 from cloudrunner.closing import ClosesOnExit
+from cloudrunner.daemon.threads import ElasticPool
 from cloudrunner.egress.credentials import RunAttribution
 from cloudrunner.egress.manager import Egress
 from cloudrunner.errors import CloudrunnerError
@@ -186,11 +187,15 @@ class Worker(ClosesOnExit):
         self._profiles: dict[str, SandboxProfile] = {}
         #: each source's profile as its sandbox gets it, by (kind, network, image)
         self._open_profiles: dict[tuple[str, str | None, str | None], SandboxProfile] = {}
+        #: threads that prepare an event while its first record syncs (made on first need)
+        self._helpers: ElasticPool | None = None
         self._owns_audit = audit is None
         self.audit = audit or open_audit(settings)
         self.egress = egress or open_egress(settings, self._link)
 
     def close(self) -> None:
+        if self._helpers is not None:
+            self._helpers.shutdown(wait=False)
         if self._owns_audit:
             self.audit.close()
 
@@ -224,7 +229,7 @@ class Worker(ClosesOnExit):
         decision = self._gate(ws.root)
         if not decision.open:
             answer = neutral_answer(name)
-            self._append_first(
+            _, durable = self._append_first(
                 name,
                 RecordKind.GATED,
                 {
@@ -236,6 +241,7 @@ class Worker(ClosesOnExit):
                     "decision": answer,
                 },
             )
+            durable()
             return EventReply(answer, gated=True, records=1, conversation_id=ids["conversation_id"])
         sources = load_sources(self._source_settings(ws.root, ws.trust_project_hooks))
         if self.on_sources is not None:
@@ -256,7 +262,7 @@ class Worker(ClosesOnExit):
         except SessionStateError as exc:
             self._refuse(name, document, exc.message, "session-state-unavailable")
         session_label = plan.conversation_id or f"run-{os.getpid()}"
-        received = self._append_first(
+        received, durable = self._append_first(
             name,
             RecordKind.RECEIVED,
             {
@@ -269,13 +275,23 @@ class Worker(ClosesOnExit):
             runs=bool(plan.hooks_to_run),
         )
         ids["event_seq"] = received["seq"]
-        shown = transcript.resolve(
-            plan.payload.transcript_path, state_dir=self.settings.state_dir, workspace=ws.root
-        )
-        homes = self._homes(ws, {hook.source_kind for hook in plan.hooks_to_run})
-        sandboxes = SandboxSet(
-            lambda kind, wd: self._open(kind, wd, ws, session_label, shown=shown, homes=homes)
-        )
+
+        def prepare() -> _Prepared:
+            shown = transcript.resolve(
+                plan.payload.transcript_path, state_dir=self.settings.state_dir, workspace=ws.root
+            )
+            homes = self._homes(ws, {hook.source_kind for hook in plan.hooks_to_run})
+            sandboxes = SandboxSet(
+                lambda kind, wd: self._open(kind, wd, ws, session_label, shown=shown, homes=homes)
+            )
+            if plan.hooks_to_run and self._pool is not None:
+                # the first hook's warm sandbox, borrowed while the disk syncs
+                first = plan.hooks_to_run[0]
+                with contextlib.suppress(Exception):  # its hook opens it again and says why
+                    sandboxes.get(first.source_kind, first.working_dir)
+            return _Prepared(shown, homes, sandboxes)
+
+        shown, homes, sandboxes = self._prepare_while(prepare, durable)
         try:
             outcome = run_plan(
                 plan,
@@ -407,21 +423,61 @@ class Worker(ClosesOnExit):
 
     def _append_first(
         self, event: str, kind: RecordKind, fields: Mapping[str, Any], *, runs: bool = True
-    ) -> dict[str, Any]:
-        """Write an event's first record and make it durable (unless the operator chose
-        fsync "never"; the sync is shared with concurrent events, see `group_commit`);
-        raises EventNotRecorded when it cannot be written. When the event runs no hook
-        (`runs` false) nothing waits for it to be on disk but the answer, so it is synced
-        with the event's last records (one sync for the event, not two)."""
+    ) -> tuple[dict[str, Any], Callable[[], None]]:
+        """Write an event's first record; the callable returned makes it durable (unless
+        the operator chose fsync "never"; the sync is shared with concurrent events, see
+        `group_commit`) and is called before any hook starts (see `_prepare_while`). Either
+        raises EventNotRecorded when the record cannot be written or synced. When the event
+        runs no hook (`runs` false) nothing waits for it to be on disk but the answer, so
+        it is synced with the event's last records (one sync for the event, not two)."""
         try:
-            record = self.audit.append(kind, fields, durable=runs, deferred=not runs)
+            if not runs:
+                return self.audit.append(kind, fields, deferred=True), _nothing
+            record, durability = self.audit.append_unsynced(kind, fields)
         except (AuditLogError, OSError) as exc:
-            raise EventNotRecorded(
-                f"the {event or 'event'} event was not run: its first audit record could not "
-                f"be written ({exc}); free space or fix the permissions of "
-                f"{self.settings.audit_path}"
-            ) from exc
-        return record
+            raise self._not_recorded(event, exc) from exc
+        if durability.done:
+            return record, _nothing
+
+        def durable() -> None:
+            try:
+                durability.wait()
+            except (AuditLogError, OSError) as exc:
+                raise self._not_recorded(event, exc) from exc
+
+        return record, durable
+
+    def _prepare_while(
+        self, prepare: Callable[[], _Prepared], durable: Callable[[], None]
+    ) -> _Prepared:
+        """`durable()` (the event's first record synced) and `prepare()` (its transcript,
+        homes and first sandbox) side by side in a long-lived worker: the preparation runs
+        on a helper thread while this one waits for the disk without holding the GIL, so
+        what the sync costs the event is the longer of the two, not their sum. No hook
+        starts before both are done; when the sync fails, what was borrowed is given back
+        and the event fails (EventNotRecorded)."""
+        if durable is _nothing or self._pool is None:
+            durable()
+            return prepare()
+        if self._helpers is None:
+            self._helpers = ElasticPool(
+                self.settings.server.max_concurrent_events, name="cloudrunner-prepare"
+            )
+        future = self._helpers.submit(prepare)
+        try:
+            durable()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                future.result().sandboxes.close()
+            raise
+        return future.result()
+
+    def _not_recorded(self, event: str, exc: Exception) -> EventNotRecorded:
+        return EventNotRecorded(
+            f"the {event or 'event'} event was not run: its first audit record could not "
+            f"be written ({exc}); free space or fix the permissions of "
+            f"{self.settings.audit_path}"
+        )
 
     def _gate(self, root: Path) -> gate.GateDecision:
         """The gate's decision; once a probe found `root` writable, it is not probed again
@@ -1035,8 +1091,20 @@ def _safe_text(value: Any) -> str:
     return text.replace("\x00", "\\x00")
 
 
+def _nothing() -> None:
+    """Nothing to wait for."""
+
+
 def _frozen(values: list[str] | None) -> frozenset[str] | None:
     return None if values is None else frozenset(values)
+
+
+class _Prepared(NamedTuple):
+    """What an event's hooks need besides the plan, made while its first record syncs."""
+
+    shown: transcript.Transcript | None
+    homes: dict[SourceKind, _Home]
+    sandboxes: SandboxSet
 
 
 @dataclass(frozen=True)

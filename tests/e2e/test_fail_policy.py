@@ -184,3 +184,17 @@ def test_a_hostile_spool_and_an_unwritable_policy_do_not_stop_the_daemon(
     assert "must not be read" not in (state / "audit.log").read_text()
     verified = _cloudrunner("audit", "verify", str(state / "audit.log"))
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+    # a symlink planted where the policy goes: replaced by the file, never written through
+    (state / "fail-policy.json").rmdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    (state / "fail-policy.json").symlink_to(victim)
+    daemon = daemon_process(flags, state=state, worker_id=worker_id).start()
+    try:
+        assert not (state / "fail-policy.json").is_symlink()
+        policy = json.loads((state / "fail-policy.json").read_text())
+        assert policy["fail_closed_events"] == ["beforeShellExecution"]
+    finally:
+        assert daemon.stop() == 0
+    assert victim.read_text() == "keep\n"

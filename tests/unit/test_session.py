@@ -161,18 +161,25 @@ def _age(store: SessionStore, conversation: str, monkeypatch: pytest.MonkeyPatch
     return next(store.directory.glob("c-*.json"))
 
 
-def test_an_unchanged_state_file_is_not_read_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[SessionStore, list[str]]:
+    """A store with one conversation's state, and the paths read from its files."""
     import cloudrunner.session as session_module
 
     store = SessionStore(tmp_path)
     with store.update("c1") as state:
         state.env["A"] = "1"
-    _age(store, "c1", monkeypatch)
     reads: list[str] = []
     real = session_module._read_bytes
     monkeypatch.setattr(session_module, "_read_bytes", lambda p: reads.append(p) or real(p))
+    return store, reads
+
+
+def test_an_unchanged_state_file_is_not_read_again(
+    counted: tuple[SessionStore, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, reads = counted
+    _age(store, "c1", monkeypatch)
     first = store.load("c1")
     first.env["B"] = "changed by a caller"  # a copy: the remembered state stays as read
     again = store.load("c1")
@@ -188,16 +195,9 @@ def test_an_unchanged_state_file_is_not_read_again(
 
 
 def test_a_freshly_written_state_file_is_read_on_every_load(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    counted: tuple[SessionStore, list[str]],
 ) -> None:
-    import cloudrunner.session as session_module
-
-    store = SessionStore(tmp_path)
-    with store.update("c1") as state:
-        state.env["A"] = "1"
-    reads: list[str] = []
-    real = session_module._read_bytes
-    monkeypatch.setattr(session_module, "_read_bytes", lambda p: reads.append(p) or real(p))
+    store, reads = counted
     store.load("c1")
     store.load("c1")
     assert len(reads) == 2

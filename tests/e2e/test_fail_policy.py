@@ -46,11 +46,18 @@ def _payload(workspace: Path, event: str, **fields: Any) -> dict[str, Any]:
     }
 
 
+#: the compiled per-event client, beside this interpreter once `scripts/setup` built it
+COMPILED = Path(sys.executable).with_name("cloudrunner-hook")
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("CLOUDRUNNER_")}
+
+
 def _cloudrunner(*args: str) -> subprocess.CompletedProcess[str]:
-    keep = {k: v for k, v in os.environ.items() if not k.startswith("CLOUDRUNNER_")}
     return subprocess.run(
         [sys.executable, "-m", "cloudrunner", *args], capture_output=True, text=True,
-        env=keep, timeout=120, check=False,
+        env=_clean_env(), timeout=120, check=False,
     )  # fmt: skip
 
 
@@ -112,15 +119,27 @@ def test_a_stopped_daemon_leaves_a_policy_the_client_follows_and_the_next_one_re
     through_answer = json.loads(through.stdout)
     assert "letting the event through (fail-open)" in through.stderr.decode()
 
-    spooled = [json.loads(x) for x in (state / "fallback.spool").read_text().splitlines()]
-    assert [(s["event"], s["outcome"], s["decided_by"]) for s in spooled] == [
-        ("beforeShellExecution", "blocked", "policy"),
-        ("stop", "allowed", "policy"),
+    expected = [
+        ("beforeShellExecution", "blocked", block_answer),
+        ("stop", "allowed", through_answer),
     ]
+    if COMPILED.exists():  # the compiled client, where it is built: the same answer, spooled
+        compiled = subprocess.run(
+            [str(COMPILED), "hook", "beforeShellExecution"], input=json.dumps(shell).encode(),
+            capture_output=True, env={**_clean_env(), **env}, timeout=60, check=False,
+        )  # fmt: skip
+        assert compiled.returncode == 0, compiled.stderr.decode()
+        assert json.loads(compiled.stdout) == block_answer
+        expected.append(("beforeShellExecution", "blocked", block_answer))
+
+    spooled = [json.loads(x) for x in (state / "fallback.spool").read_text().splitlines()]
+    assert [(s["event"], s["outcome"], s["answer"]) for s in spooled] == expected
+    assert {s["decided_by"] for s in spooled} == {"policy"}
 
     again = daemon_process(flags, state=state, worker_id=worker_id).start()
     try:
-        assert any("2 event(s) answered without a daemon" in x for x in again.stderr_lines)
+        taken = f"{len(expected)} event(s) answered without a daemon"
+        assert any(taken in x for x in again.stderr_lines)
         assert not (state / "fallback.spool").exists()
         assert not (state / "fallback.spool.ingesting").exists()
     finally:
@@ -128,11 +147,11 @@ def test_a_stopped_daemon_leaves_a_policy_the_client_follows_and_the_next_one_re
 
     records = [json.loads(x) for x in (state / "audit.log").read_text().splitlines()]
     fallback = [r for r in records if r["kind"] == "fallback"]
-    assert [(r["event"], r["outcome"], r["answer"]) for r in fallback] == [
-        ("beforeShellExecution", "blocked", block_answer),
-        ("stop", "allowed", through_answer),
-    ]
-    assert all(r["client"] == "cloudrunner hook" and "invalid" not in r for r in fallback)
+    assert [(r["event"], r["outcome"], r["answer"]) for r in fallback] == expected
+    assert [r["client"] for r in fallback] == ["cloudrunner hook", "cloudrunner hook"] + [
+        "cloudrunner-hook"
+    ] * (len(expected) - 2)
+    assert all("invalid" not in r for r in fallback)
     assert fallback[0]["policy_daemon"] == worker_id
     assert fallback[0]["conversation_id"] == "conv-fp"
 
@@ -147,7 +166,7 @@ def test_a_stopped_daemon_leaves_a_policy_the_client_follows_and_the_next_one_re
     ]
     table = _cloudrunner("audit", "query", "--kind", "fallback", str(state / "audit.log"))
     rows = table.stdout.splitlines()[1:]
-    assert len(rows) == 2 and "deny" in rows[0] and "no daemon answers" in rows[0]
+    assert len(rows) == len(expected) and "deny" in rows[0] and "no daemon answers" in rows[0]
 
 
 def test_a_hostile_spool_and_an_unwritable_policy_do_not_stop_the_daemon(

@@ -187,8 +187,13 @@ class Worker(ClosesOnExit):
         self._profiles: dict[str, SandboxProfile] = {}
         #: each source's profile as its sandbox gets it, by (kind, network, image)
         self._open_profiles: dict[tuple[str, str | None, str | None], SandboxProfile] = {}
-        #: threads that prepare an event while its first record syncs (made on first need)
-        self._helpers: ElasticPool | None = None
+        #: threads that prepare an event while its first record syncs (a long-lived worker's;
+        #: a thread starts on first need and leaves when idle)
+        self._helpers = (
+            ElasticPool(settings.server.max_concurrent_events, name="cloudrunner-prepare")
+            if pool is not None
+            else None
+        )
         self._owns_audit = audit is None
         self.audit = audit or open_audit(settings)
         self.egress = egress or open_egress(settings, self._link)
@@ -456,13 +461,9 @@ class Worker(ClosesOnExit):
         what the sync costs the event is the longer of the two, not their sum. No hook
         starts before both are done; when the sync fails, what was borrowed is given back
         and the event fails (EventNotRecorded)."""
-        if durable is _nothing or self._pool is None:
+        if durable is _nothing or self._helpers is None:
             durable()
             return prepare()
-        if self._helpers is None:
-            self._helpers = ElasticPool(
-                self.settings.server.max_concurrent_events, name="cloudrunner-prepare"
-            )
         future = self._helpers.submit(prepare)
         try:
             durable()

@@ -165,12 +165,16 @@ def _parse(raw: bytes, endpoint: Endpoint) -> HttpReply:
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)
     if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
-        raise ValueError(f"{endpoint.describe()} does not speak HTTP: {lines[0][:80]!r}")
+        raise ValueError(f"{endpoint.describe()} does not speak HTTP")
     headers: dict[str, str] = {}
     for line in lines[1:]:
         name, _, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
     length = headers.get("content-length", "")
+    if length.isdigit() and len(rest) < int(length):
+        raise Unreachable(
+            f"the daemon on {endpoint.describe()} dropped the connection (the answer was cut short)"
+        )
     body = rest[: int(length)] if length.isdigit() else rest
     return HttpReply(int(parts[1]), headers, body)
 
@@ -184,7 +188,8 @@ def _os_reason(exc: OSError) -> str:
         return "timed out"
     if isinstance(exc, PermissionError):
         return "permission denied on the socket"
-    return exc.strerror or type(exc).__name__
+    text = exc.strerror or type(exc).__name__  # lower case, as the compiled client says it
+    return text[:1].lower() + text[1:]
 
 
 # --------------------------------------------------------------------------- endpoint

@@ -71,6 +71,14 @@ def decision_label(answer: object) -> str | None:
     return "none"
 
 
+def answer_of(record: Mapping[str, Any]) -> object:
+    """The answer a record holds: an event's `decision`, or the `answer` a client gave
+    without a daemon (a `fallback` record)."""
+    if record.get("kind") == "fallback":
+        return record.get("answer")
+    return record.get("decision")
+
+
 def parse_time(text: str, *, now: datetime | None = None, flag: str = "--since") -> str:
     """A time bound in the records' own format (UTC, microseconds, `Z`), from ISO 8601
     (`2025-01-02`, `2025-01-02T03:04:05Z`, with an offset; no zone = UTC) or an age
@@ -135,7 +143,7 @@ class RecordFilter:
             command = record.get("command")
             if not isinstance(command, str) or not any(c in command for c in self.commands):
                 return False
-        if self.decisions and decision_label(record.get("decision")) not in self.decisions:
+        if self.decisions and decision_label(answer_of(record)) not in self.decisions:
             return False
         if self.since is not None or self.until is not None:
             moment = record.get("time")

@@ -282,6 +282,7 @@ class Worker(ClosesOnExit):
         sandboxes = SandboxSet(
             lambda kind, wd: self._open(kind, wd, ws, session_label, shown=shown, homes=homes)
         )
+        issued: list[str] = []  # the proxy credentials of this event's runs, ended with it
         try:
             outcome = run_plan(
                 plan,
@@ -299,11 +300,15 @@ class Worker(ClosesOnExit):
                         generation_id=ids["generation_id"],
                         hook_id=hook.hook_id,
                         command=hook.command,
+                        session=session_label,
                     ),
+                    timeout_s=hook.timeout,
+                    issued=issued,
                 ),
             )
         finally:
             sandboxes.close()
+            self.egress.end(issued)
         loops = PersistentLoopCounterStore(self.sessions)
         merged = merge(plan, outcome.results, loops)
         unrecorded = list(loops.problems)
@@ -759,7 +764,7 @@ class Worker(ClosesOnExit):
         shown: transcript.Transcript | None = None,
         homes: Mapping[SourceKind, _Home] | None = None,
     ) -> Sandbox:
-        network = self.egress.network_for(str(kind))
+        network = self.egress.network_for(str(kind), session)
         image = self._environment_image(ws, session) if kind is SourceKind.PROJECT else None
         profile = self._sandbox_profile(str(kind), network, image)
         uid, gid = identity_for(profile, ws.root)

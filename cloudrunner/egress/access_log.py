@@ -1,5 +1,8 @@
 """The proxy's access log, read back as audit records: one `egress` record per connection
-attempt, allowed or refused, attributed to the hook run whose credential it carried."""
+attempt, allowed or refused, attributed to the hook run whose credential it carried and to
+the sandbox it came from (by its address on that sandbox's own network): an attempt
+without a credential, or with one refused outside its run, still names the session and
+source it came from, and a refused reuse names the run the credential was issued to."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cloudrunner.egress.credentials import CredentialIssuer
+from cloudrunner.egress.grants import Grant, GrantBook
 
 #: Squid result codes (the part before the slash) that mean "not let through"
 _REFUSED = ("TCP_DENIED", "NONE_NONE", "TAG_NONE")
@@ -29,6 +32,8 @@ class EgressAttempt:
     bytes_to_hook: int
     bytes_from_hook: int
     result: str
+    #: why the proxy's run check refused the credential (not-live, expired, wrong-source)
+    refusal: str = ""
 
     @property
     def allowed(self) -> bool:
@@ -45,9 +50,11 @@ def _int(text: str) -> int:
 def parse_line(line: str) -> EgressAttempt | None:
     """One line of the `cloudrunner` logformat, or None when it is not one."""
     fields = line.rstrip("\n").split("\t")
-    if len(fields) != 11:
+    if len(fields) == 11:  # written before the run check's field was logged
+        fields.append("-")
+    if len(fields) != 12:
         return None
-    stamp, user, client, method, url, host, port, status, sent, received, result = fields
+    stamp, user, client, method, url, host, port, status, sent, received, result, note = fields
     try:
         when = float(stamp)
     except ValueError:
@@ -65,6 +72,7 @@ def parse_line(line: str) -> EgressAttempt | None:
         bytes_to_hook=_int(sent),
         bytes_from_hook=_int(received),
         result=result,
+        refusal="" if note in ("-", "") else note[:64],
     )
 
 
@@ -109,9 +117,18 @@ class AccessLogReader:
         return out
 
 
-def record_fields(attempt: EgressAttempt, issuer: CredentialIssuer) -> dict[str, Any]:
+def _run_view(grant: Grant) -> dict[str, Any]:
+    run = grant.run
+    return {
+        "source": run.source, "session": run.session, "event": run.event,
+        "conversation_id": run.conversation_id, "generation_id": run.generation_id,
+        "hook_id": run.hook_id,
+    }  # fmt: skip
+
+
+def record_fields(attempt: EgressAttempt, book: GrantBook) -> dict[str, Any]:
     """The audit record of one attempt, with the run it is attributed to."""
-    run = issuer.lookup(attempt.user) if attempt.user != "-" else None
+    grant = book.lookup(attempt.user) if attempt.user not in ("-", "") else None
     fields: dict[str, Any] = {
         "decision": "allowed" if attempt.allowed else "refused",
         "host": attempt.host,
@@ -124,18 +141,65 @@ def record_fields(attempt: EgressAttempt, issuer: CredentialIssuer) -> dict[str,
         "proxy_time": attempt.time,
         "client_address": attempt.client,
     }
-    if run is None:
+    # the runs of the sandbox the connection came from: its network is its own
+    there = book.live_at(attempt.client, attempt.time)
+    sandbox: dict[str, Any] | None = None
+    latest = there[0] if there else book.latest_at(attempt.client, attempt.time)
+    if latest is not None:
+        sandbox = {
+            "session": latest.run.session,
+            "source": latest.run.source,
+            "network": latest.network,
+            "runs": [_run_view(g) for g in there],
+        }
+    if grant is not None and not attempt.refusal:
         fields.update(
-            source=attempt.user.split(".", 1)[0] if attempt.user not in ("-", "") else "unknown",
-            attribution="none: no credential, or one this worker did not issue",
+            source=grant.run.source,
+            session=grant.run.session,
+            event=grant.run.event,
+            conversation_id=grant.run.conversation_id,
+            generation_id=grant.run.generation_id,
+            hook_id=grant.run.hook_id,
+            command=grant.run.command,
         )
         return fields
+    if grant is not None:  # a real credential, refused outside its run: a reuse
+        fields.update(
+            refusal=attempt.refusal,
+            attribution=(
+                f"credential refused ({attempt.refusal}): it was issued to another run"
+                if grant.user not in {g.user for g in there}
+                else f"credential refused ({attempt.refusal})"
+            ),
+            credential_run=_run_view(grant),
+            used_from=sandbox,
+            source=sandbox["source"] if sandbox else "unknown",
+            session=sandbox["session"] if sandbox else None,
+        )
+        return fields
+    if attempt.refusal:
+        fields["refusal"] = attempt.refusal
+    if sandbox is not None:
+        fields.update(
+            source=sandbox["source"],
+            session=sandbox["session"],
+            used_from=sandbox,
+            attribution=(
+                "no credential, or one this worker did not issue; attributed to the sandbox "
+                "by its address"
+            ),
+        )
+        if len(there) == 1:
+            fields.update(
+                event=there[0].run.event, conversation_id=there[0].run.conversation_id,
+                generation_id=there[0].run.generation_id, hook_id=there[0].run.hook_id,
+            )  # fmt: skip
+        return fields
     fields.update(
-        source=run.source,
-        event=run.event,
-        conversation_id=run.conversation_id,
-        generation_id=run.generation_id,
-        hook_id=run.hook_id,
-        command=run.command,
+        source="unknown",
+        attribution=(
+            "none: no credential, or one this worker did not issue, from an address no "
+            "sandbox of this worker held"
+        ),
     )
     return fields

@@ -1,12 +1,14 @@
-"""The egress proxy container and the internal network behind it, supervised by the worker.
+"""The egress proxy container and the internal networks behind it, supervised by the worker.
 
 One proxy per worker identity and state directory, reused across `cloudrunner run`
-processes and daemon restarts: hook containers of an allowlisted source sit on an internal
-Docker network (no route out) where the proxy is reachable as `cloudrunner-egress-proxy`;
-the proxy alone is also on the outbound network. Its configuration (squid.conf and the
-credential key) and its access log live under `<state_dir>/egress/`. A proxy that died is
-noticed on the next use and replaced; a configuration change is applied with a reconfigure
-(SIGHUP), so new rules hold from the next connection without a restart.
+processes and daemon restarts. Each sandbox of an allowlisted source (one per session and
+source) sits on an internal Docker network of its own (no route out, no other sandbox on
+it) where the proxy is reachable as `cloudrunner-egress-proxy`; the proxy joins every such
+network and is alone on the outbound network. Its configuration (squid.conf, the credential
+key, the live grants) and its access log live under `<state_dir>/egress/`. A proxy that died
+or was removed is noticed on the next use and replaced; a configuration change is applied
+with a reconfigure (SIGHUP), so new rules hold from the next connection without a restart.
+A sandbox network nobody used for `NETWORK_IDLE_S` is removed.
 """
 
 from __future__ import annotations
@@ -24,15 +26,22 @@ from typing import Any
 import docker
 import docker.errors
 
+from cloudrunner.egress.grants import GrantBook
 from cloudrunner.egress.rules import PROXY_HOST, EgressRules, squid_config
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.sandbox.base import WORKER_LABEL
 
 ROLE_LABEL = "cloudrunner.role"
 PROXY_ROLE = "egress-proxy"
+NETWORK_ROLE = "egress-network"
+SESSION_LABEL = "cloudrunner.egress.session"
+SOURCE_LABEL = "cloudrunner.egress.source"
+#: a sandbox network without containers and unused this long is removed
+NETWORK_IDLE_S = 600.0
 _CONF_IN_CONTAINER = "/etc/cloudrunner-egress"
 _LOG_IN_CONTAINER = "/var/log/cloudrunner-egress"
 _HELPER = "/opt/cloudrunner-egress/check_credentials.py"
+_GRANT_HELPER = "/opt/cloudrunner-egress/check_grant.py"
 _READY_TEXT = b"Accepting HTTP Socket connections"
 START_TIMEOUT_S = 30.0
 
@@ -57,10 +66,11 @@ class EgressProxy:
         self.worker_id = worker_id
         self.directory = state_dir / "egress"
         suffix = hashlib.sha256(f"{worker_id}\n{state_dir.resolve()}".encode()).hexdigest()[:12]
-        self.network_name = f"cloudrunner-egress-{suffix}"
+        self.network_prefix = f"cloudrunner-egress-{suffix}"
         self.container_name = f"cloudrunner-egress-proxy-{suffix}"
         self._lock = threading.Lock()
         self._config: str | None = None
+        self.book = GrantBook(self.directory)
         #: what happened to the proxy that the audit log should say (replaced, ...)
         self.events: list[dict[str, Any]] = []
 
@@ -105,6 +115,8 @@ class EgressProxy:
             log_path=f"{_LOG_IN_CONTAINER}/access.log",
             key_path=f"{_CONF_IN_CONTAINER}/key",
             helper=_HELPER,
+            grant_helper=_GRANT_HELPER,
+            grants_path=f"{_CONF_IN_CONTAINER}/grants.json",
         )
         path = self.directory / "conf" / "squid.conf"
         try:
@@ -125,15 +137,97 @@ class EgressProxy:
     def _labels(self) -> dict[str, str]:
         return {WORKER_LABEL: self.worker_id, ROLE_LABEL: PROXY_ROLE}
 
-    def _network(self) -> None:
-        found = self.client.networks.list(names=[self.network_name])
-        if any(n.name == self.network_name for n in found):
-            return
-        with contextlib.suppress(docker.errors.APIError):  # another process made it first
-            self.client.networks.create(
-                self.network_name, driver="bridge", internal=True, labels=self._labels(),
-                check_duplicate=True,
-            )  # fmt: skip
+    @property
+    def _marker(self) -> Path:
+        """The id of the last proxy this state directory started (a removed one is noticed)."""
+        return self.directory / "proxy.id"
+
+    def network_name(self, session: str, kind: str) -> str:
+        digest = hashlib.sha256(f"{session}\0{kind}".encode()).hexdigest()[:12]
+        return f"{self.network_prefix}-{digest}"
+
+    def sandbox_network(self, session: str, kind: str) -> tuple[str, tuple[str, ...]]:
+        """(name, subnets) of the internal network of one session's sandbox of one source,
+        made on first use, with the proxy on it. Raises EgressUnavailable."""
+        name = self.network_name(session, kind)
+        try:
+            with self.book.locked():
+                network = self._sandbox_network(name, session, kind)
+                (self.directory / "networks").mkdir(exist_ok=True)
+                (self.directory / "networks" / name).touch()
+        except docker.errors.APIError as exc:
+            raise EgressUnavailable(f"the sandbox's egress network cannot be made: {exc}") from None
+        subnets = tuple(
+            str(c["Subnet"]) for c in (network.attrs.get("IPAM") or {}).get("Config") or ()
+            if c.get("Subnet")
+        )  # fmt: skip
+        if not subnets:
+            raise EgressUnavailable(f"the egress network {name} has no subnet the engine reports")
+        return name, subnets
+
+    def _sandbox_network(self, name: str, session: str, kind: str) -> Any:
+        try:
+            network = self.client.networks.get(name)
+        except docker.errors.NotFound:
+            labels = {
+                **self._labels(), ROLE_LABEL: NETWORK_ROLE,
+                SESSION_LABEL: session[:200], SOURCE_LABEL: kind,
+            }  # fmt: skip
+            network = self.client.networks.create(
+                name, driver="bridge", internal=True, labels=labels, check_duplicate=True
+            )
+            network.reload()
+        container = self._container()
+        if container is None:
+            raise EgressUnavailable("the egress proxy is gone; the next hook starts it again")
+        if container.id not in (network.attrs.get("Containers") or {}):
+            try:
+                self.client.api.connect_container_to_network(
+                    str(container.id), str(network.id), aliases=[PROXY_HOST]
+                )
+            except docker.errors.APIError as exc:
+                if "already exists" not in str(exc):
+                    raise
+        return network
+
+    def collect_networks(self, idle_s: float = NETWORK_IDLE_S) -> list[str]:
+        """Remove the sandbox networks no container but the proxy is on and that nobody
+        used for `idle_s`; the names removed."""
+        removed: list[str] = []
+        found = self.client.networks.list(
+            filters={"label": [f"{WORKER_LABEL}={self.worker_id}", f"{ROLE_LABEL}={NETWORK_ROLE}"]}
+        )
+        proxy = self._container()
+        now = time.time()
+        for listed in found:
+            name = str(listed.name)
+            if not name.startswith(self.network_prefix + "-"):
+                continue
+            stamp = self.directory / "networks" / name
+            with self.book.locked():
+                try:
+                    if now - stamp.stat().st_mtime < idle_s:
+                        continue
+                except FileNotFoundError:
+                    pass
+                try:
+                    listed.reload()
+                except docker.errors.NotFound:
+                    continue
+                members = set(listed.attrs.get("Containers") or {})
+                if proxy is not None:
+                    members.discard(proxy.id)
+                if members:
+                    continue
+                with contextlib.suppress(docker.errors.APIError):
+                    if proxy is not None and proxy.id in (listed.attrs.get("Containers") or {}):
+                        self.client.api.disconnect_container_from_network(
+                            str(proxy.id), str(listed.id), force=True
+                        )
+                    listed.remove()
+                    removed.append(name)
+                    stamp.unlink(missing_ok=True)
+        return removed
 
     def _container(self) -> Any | None:
         try:
@@ -141,16 +235,15 @@ class EgressProxy:
         except docker.errors.NotFound:
             return None
 
-    def ensure(self, rules: Mapping[str, EgressRules]) -> str:
-        """The internal network's name, with a running proxy enforcing `rules` behind it.
-        Raises EgressUnavailable naming the fix."""
+    def ensure(self, rules: Mapping[str, EgressRules]) -> None:
+        """A running proxy enforcing `rules`. Raises EgressUnavailable naming the fix."""
         with self._lock:
             try:
                 self.key()
                 (self.directory / "log").mkdir(parents=True, exist_ok=True)
                 os.chmod(self.directory / "log", 0o777)  # squid writes it as uid 13
                 changed = self._write_config(rules)
-                self._network()
+                self.book.prepare()
                 container = self._container()
                 if container is not None and container.status != "running":
                     self.events.append(
@@ -160,6 +253,11 @@ class EgressProxy:
                     with contextlib.suppress(docker.errors.NotFound):
                         container.remove(force=True)
                     container = None
+                elif container is None and self._marker.exists():
+                    self.events.append(
+                        {"action": "replaced", "container": self._marker.read_text().strip()[:12],
+                         "reason": "the egress proxy was removed (not by this worker)"}
+                    )  # fmt: skip
                 if container is None:
                     self._start()
                 elif changed:
@@ -171,7 +269,6 @@ class EgressProxy:
                 ) from None
             except docker.errors.APIError as exc:
                 raise EgressUnavailable(f"the egress proxy cannot be started: {exc}") from None
-            return self.network_name
 
     def _start(self) -> None:
         conf = self.directory / "conf"
@@ -198,11 +295,11 @@ class EgressProxy:
         )  # fmt: skip
         cid = str(created["Id"])
         try:
-            self.client.api.connect_container_to_network(
-                cid, self.network_name, aliases=[PROXY_HOST]
-            )
             self.client.api.start(cid)
             self._wait_ready(cid)
+            tmp = self._marker.with_name(f".proxy.id-{os.getpid()}")
+            tmp.write_text(cid + "\n")
+            os.replace(tmp, self._marker)
         except BaseException:
             with contextlib.suppress(docker.errors.APIError):
                 self.client.api.remove_container(cid, force=True)
@@ -230,6 +327,8 @@ class EgressProxy:
             container = self._container()
         except docker.errors.DockerException as exc:
             return False, f"cannot ask the engine about the egress proxy: {exc}"
+        if container is None and self._marker.exists():
+            return False, "the egress proxy was removed; it is replaced on next use"
         if container is None:  # not started yet: the first hook that needs it starts it
             return True, "the egress proxy starts with the first hook that needs it"
         if container.status != "running":
@@ -237,9 +336,8 @@ class EgressProxy:
         return True, f"the egress proxy {container.short_id} is running"
 
     def remove(self) -> None:
-        """Remove the proxy container and its network (an operator's clean-up, tests)."""
+        """Remove the proxy container and its networks (an operator's clean-up, tests)."""
         with contextlib.suppress(docker.errors.NotFound):
             self.client.api.remove_container(self.container_name, force=True)
-        for net in self.client.networks.list(names=[self.network_name]):
-            with contextlib.suppress(docker.errors.APIError):
-                net.remove()
+        self._marker.unlink(missing_ok=True)
+        self.collect_networks(idle_s=0.0)

@@ -6,8 +6,11 @@ source it came from, and a refused reuse names the run the credential was issued
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,36 +80,57 @@ def parse_line(line: str) -> EgressAttempt | None:
 
 
 class AccessLogReader:
-    """Reads the lines appended since the last call; thread-safe."""
+    """Reads the lines appended since the last read by any process of this state directory:
+    the read position is shared (`<log>.position`, under a lock), so each line becomes one
+    record, however many worker processes use the proxy. Thread-safe."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._offset = 0
-        self._inode: int | None = None
+        self._position = path.with_name(path.name + ".position")
         self._lock = threading.Lock()
 
-    def skip_to_end(self) -> None:
-        """Start after what is there now (a restarted worker does not re-record old lines)."""
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[tuple[int | None, int]]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock:
+            fd = os.open(self._position, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                raw = os.pread(fd, 64, 0).decode(errors="replace").split()
+                yield (int(raw[0]), int(raw[1])) if len(raw) == 2 else (None, -1)
+            finally:
+                os.close(fd)
+
+    def _store(self, inode: int | None, offset: int) -> None:
+        tmp = self._position.with_name(f".{self._position.name}-{os.getpid()}")
+        tmp.write_text(f"{inode if inode is not None else 0} {offset}\n")
+        os.replace(tmp, self._position)
+
+    def skip_to_end(self) -> None:
+        """Start after what is there now when no process read this log before."""
+        with self._locked() as (_inode, offset):
+            if offset >= 0:
+                return
             try:
                 st = os.stat(self.path)
             except FileNotFoundError:
+                self._store(None, 0)
                 return
-            self._inode, self._offset = st.st_ino, st.st_size
+            self._store(st.st_ino, st.st_size)
 
     def new_attempts(self) -> list[EgressAttempt]:
-        with self._lock:
+        with self._locked() as (inode, offset):
             try:
                 with open(self.path, "rb") as fh:
                     st = os.fstat(fh.fileno())
-                    if st.st_ino != self._inode or st.st_size < self._offset:
-                        self._inode, self._offset = st.st_ino, 0  # a new file
-                    fh.seek(self._offset)
+                    if st.st_ino != inode or st.st_size < offset or offset < 0:
+                        offset = 0  # a new file
+                    fh.seek(offset)
                     data = fh.read()
             except FileNotFoundError:
                 return []
             end = data.rfind(b"\n") + 1  # only complete lines; the rest waits
-            self._offset += end
+            self._store(st.st_ino, offset + end)
         out = []
         for raw in data[:end].splitlines():
             if len(raw) > _MAX_LINE:

@@ -197,7 +197,7 @@ def squid_config(rules: Mapping[str, EgressRules], *, log_path: str, key_path: s
         "acl https_port port 443",
         "acl http_port port 80",
         "http_access deny !authenticated",
-        "http_access deny !granted",
+        "http_access deny !granted all",  # `all` last: a 403, not a new challenge
         "http_access deny CONNECT !https_port",
         "http_access deny !CONNECT !http_port",
     ]

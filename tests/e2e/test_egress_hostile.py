@@ -259,7 +259,9 @@ def test_a_credential_dies_with_its_run_and_names_the_run_it_was_stolen_from(
         # the proxy removed from outside: the next run starts another and says so
         (proxy,) = _proxies(docker_client, docker_tracker)
         proxy.remove(force=True)
-        assert _shell(deployment, flags, CODE + "echo $(code http://allowed.test/)") == "200"
+        assert _shell(deployment, flags, CODE + "echo $(code http://allowed.test/)").split() == [
+            "200"
+        ]
         events = [r["proxy_event"] for r in deployment.records() if "proxy_event" in r]
         assert events and events[-1]["action"] == "replaced", events
         assert "removed" in events[-1]["reason"]

@@ -261,7 +261,7 @@ class EgressProxy:
                 if container is None:
                     self._start()
                 elif changed:
-                    container.kill(signal="SIGHUP")  # squid reconfigures, no restart
+                    self._reconfigure(str(container.id))
             except docker.errors.ImageNotFound:
                 raise EgressUnavailable(
                     f"the egress proxy image {self.image} is not on this engine; build it with "
@@ -304,6 +304,21 @@ class EgressProxy:
             with contextlib.suppress(docker.errors.APIError):
                 self.client.api.remove_container(cid, force=True)
             raise
+
+    def _reconfigure(self, cid: str) -> None:
+        """SIGHUP: squid re-reads its configuration without a restart. It stops listening
+        for the moment it takes, so this returns once it listens again (new rules hold from
+        the next connection, and that connection is not refused)."""
+        before = self.client.api.logs(cid, stdout=True, stderr=True).count(_READY_TEXT)
+        self.client.api.kill(cid, signal="SIGHUP")
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.client.api.logs(cid, stdout=True, stderr=True).count(_READY_TEXT) > before:
+                return
+            time.sleep(0.05)
+        raise EgressUnavailable(
+            f"the egress proxy did not take its new rules within {START_TIMEOUT_S:g} s"
+        )
 
     def _wait_ready(self, cid: str) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S

@@ -28,8 +28,7 @@ import docker
 import pytest
 
 from tests.e2e.conftest import Deployment
-from tests.e2e.test_egress import PROXY_IMAGE, SERVER, _proxies
-from tests.support.ci import missing
+from tests.e2e.test_egress import SERVER, _proxies, proxy_image
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
 
@@ -62,8 +61,12 @@ s.sendall(f"{head}Proxy-Authorization: Basic {auth}\r\n\r\n".encode())
 print(s.recv(64).split()[1].decode())' "$@" 2>/dev/null || echo 000; }; """
 
 
+__all__ = ["proxy_image"]  # a fixture, used through `world`
+
+
 @dataclass(frozen=True)
 class World:
+    image: str
     network: str
     address: str
     #: the server's reverse DNS name on `network` (the allowlist names it)
@@ -72,17 +75,9 @@ class World:
 
 @pytest.fixture
 def world(
-    docker_client: docker.DockerClient, docker_tracker: DockerTracker, tmp_path: Path
-) -> Iterator[World]:
-    try:
-        image = docker_client.images.get(PROXY_IMAGE)
-    except docker.errors.ImageNotFound:
-        missing(f"image {PROXY_IMAGE} is missing; run `cloudrunner images build`")
-    probe = docker_client.containers.run(
-        image.id, entrypoint=["ls", "/opt/cloudrunner-egress"], remove=True
-    )
-    if b"check_grant.py" not in probe:
-        missing(f"image {PROXY_IMAGE} predates the run check; run `cloudrunner images build`")
+    docker_client: docker.DockerClient, docker_tracker: DockerTracker, tmp_path: Path,
+    proxy_image: str,
+) -> Iterator[World]:  # fmt: skip
     tls = tmp_path / "tls"
     tls.mkdir()
     subprocess.run(
@@ -111,7 +106,7 @@ def world(
     server.start()
     server.reload()
     address = server.attrs["NetworkSettings"]["Networks"][name]["IPAddress"]
-    yield World(name, address, f"{server_name}.{name}")
+    yield World(proxy_image, name, address, f"{server_name}.{name}")
 
 
 def _setup(deployment: Deployment, world: World, rules: str, *, timeout: int = 30) -> list[str]:
@@ -131,7 +126,7 @@ def _setup(deployment: Deployment, world: World, rules: str, *, timeout: int = 3
     (deployment.root / "egress-rules.toml").write_text(rules)
     settings = deployment.root / "egress.toml"
     settings.write_text(
-        f'[egress]\nproxy_image = "{PROXY_IMAGE}"\noutbound_network = "{world.network}"\n'
+        f'[egress]\nproxy_image = "{world.image}"\noutbound_network = "{world.network}"\n'
         f'rules_file = "{deployment.root / "egress-rules.toml"}"\n'
     )
     return [*deployment.flags(), "--config", str(settings)]

@@ -155,7 +155,7 @@ def _allow(world: World, *, addresses: tuple[str, ...] = ()) -> str:
     return (
         '[project]\npolicy = "allowlist"\n'
         f'domains = ["allowed.test", "{world.reverse_name}"]\n'
-        f"addresses = {json.dumps(list(addresses))}\n"
+        + (f"addresses = {json.dumps(list(addresses))}\n" if addresses else "")
     )
 
 

@@ -51,9 +51,9 @@ class EgressRules(BaseModel):
     """allowlist: the names hooks may reach: `api.example.com`, or `*.example.com` for any
     name under example.com (not example.com itself)"""
     addresses: tuple[str, ...] = ()
-    """allowlist: IP addresses hooks may reach by address (`192.0.2.10`, `2001:db8::1`); an
-    address is let through only when the hook writes it exactly so (dotted IPv4, or IPv6 in
-    its usual short form); no other IP literal passes, whatever its reverse DNS name"""
+    """allowlist: IP addresses hooks may reach by address (`192.0.2.10`, `2001:db8::1`), in
+    any spelling the proxy reads as that address; no other IP literal passes, whatever its
+    reverse DNS name"""
     methods: tuple[str, ...] = ()
     """allowlist: the HTTP methods plain-HTTP requests may use (empty: any); HTTPS is
     allowed by host, as its requests are not visible to the proxy"""
@@ -127,8 +127,9 @@ class EgressSettings(BaseModel):
     outbound_network: str = Field("bridge", min_length=1)
     """the Docker network through which the proxy reaches the outside"""
     rules_file: Path | None = None
-    """a TOML file of per-source tables ([project] policy/domains/methods, ...) that replace
-    the rules above; re-read when it changes, so new rules hold from the next connection"""
+    """a TOML file of per-source tables ([project] policy/domains/addresses/methods, ...)
+    that replace the rules above; re-read when it changes, so new rules hold from the next
+    connection"""
 
     @field_validator("project", "user")
     @classmethod

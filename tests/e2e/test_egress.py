@@ -86,12 +86,11 @@ def proxy_image(docker_client: docker.DockerClient) -> Iterator[str]:
             docker_client.images.remove(ref)
 
 
-@pytest.fixture
-def internet(
-    docker_client: docker.DockerClient, docker_tracker: DockerTracker, tmp_path: Path,
-    proxy_image: str,
-) -> Iterator[tuple[str, str, Path]]:  # fmt: skip
-    """(network name, server address, CA file) of the test's own outside world."""
+def start_server(
+    client: docker.DockerClient, tracker: DockerTracker, tmp_path: Path, aliases: list[str]
+) -> tuple[str, str, Path, str]:
+    """(network name, address, CA file, container name) of a server on a network of its own,
+    answering HTTP on 80 and HTTPS on 443 as `aliases`."""
     tls = tmp_path / "tls"
     tls.mkdir()
     subprocess.run(
@@ -102,23 +101,34 @@ def internet(
     )  # fmt: skip
     (tls / "key.pem").chmod(0o644)
     tls.chmod(0o755)
-    name = f"crtest-internet-{uuid.uuid4().hex[:10]}"
-    network = docker_tracker.track(
-        docker_client.networks.create(name, driver="bridge", labels=docker_tracker.labels)
-    )
-    server = docker_tracker.track(
-        docker_client.containers.create(
+    tag = uuid.uuid4().hex[:10]
+    name, server_name = f"crtest-internet-{tag}", f"crtest-server-{tag}"
+    network = tracker.track(client.networks.create(name, driver="bridge", labels=tracker.labels))
+    server = tracker.track(
+        client.containers.create(
             "cloudrunner/hook-runtime:latest", ["python3", "-c", SERVER], user="0:0",
-            labels=docker_tracker.labels, network=name,
+            labels=tracker.labels, network=name, name=server_name,
             volumes={str(tls): {"bind": "/srv/tls", "mode": "ro"}},
         )
     )  # fmt: skip
     network.disconnect(server)
-    network.connect(server, aliases=["allowed.test", "denied.test"])
+    network.connect(server, aliases=aliases)
     server.start()
     server.reload()
     address = server.attrs["NetworkSettings"]["Networks"][name]["IPAddress"]
-    yield name, address, tls / "cert.pem"
+    return name, address, tls / "cert.pem", server_name
+
+
+@pytest.fixture
+def internet(
+    docker_client: docker.DockerClient, docker_tracker: DockerTracker, tmp_path: Path,
+    proxy_image: str,
+) -> tuple[str, str, Path]:  # fmt: skip
+    """(network name, server address, CA file) of the test's own outside world."""
+    name, address, ca, _ = start_server(
+        docker_client, docker_tracker, tmp_path, ["allowed.test", "denied.test"]
+    )
+    return name, address, ca
 
 
 def _repo(deployment: Deployment, ca: Path) -> None:

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 import textwrap
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +26,7 @@ import docker
 import pytest
 
 from tests.e2e.conftest import Deployment
-from tests.e2e.test_egress import SERVER, _proxies, proxy_image
+from tests.e2e.test_egress import _proxies, proxy_image, start_server
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
 
@@ -77,36 +75,11 @@ class World:
 def world(
     docker_client: docker.DockerClient, docker_tracker: DockerTracker, tmp_path: Path,
     proxy_image: str,
-) -> Iterator[World]:  # fmt: skip
-    tls = tmp_path / "tls"
-    tls.mkdir()
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=allowed.test", "-keyout", str(tls / "key.pem"),
-         "-out", str(tls / "cert.pem")],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    (tls / "key.pem").chmod(0o644)
-    tls.chmod(0o755)
-    tag = uuid.uuid4().hex[:10]
-    name = f"crtest-inet-{tag}"
-    server_name = f"crtest-srv-{tag}"
-    network = docker_tracker.track(
-        docker_client.networks.create(name, driver="bridge", labels=docker_tracker.labels)
+) -> World:  # fmt: skip
+    name, address, _, server_name = start_server(
+        docker_client, docker_tracker, tmp_path, ["allowed.test"]
     )
-    server = docker_tracker.track(
-        docker_client.containers.create(
-            "cloudrunner/hook-runtime:latest", ["python3", "-c", SERVER], user="0:0",
-            labels=docker_tracker.labels, network=name, name=server_name,
-            volumes={str(tls): {"bind": "/srv/tls", "mode": "ro"}},
-        )
-    )  # fmt: skip
-    network.disconnect(server)
-    network.connect(server, aliases=["allowed.test"])
-    server.start()
-    server.reload()
-    address = server.attrs["NetworkSettings"]["Networks"][name]["IPAddress"]
-    yield World(proxy_image, name, address, f"{server_name}.{name}")
+    return World(proxy_image, name, address, f"{server_name}.{name}")
 
 
 def _setup(deployment: Deployment, world: World, rules: str, *, timeout: int = 30) -> list[str]:

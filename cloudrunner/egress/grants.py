@@ -146,6 +146,16 @@ class GrantBook:
                 if not self.path.exists():
                     self._write_live({})
 
+    def live_on(self, subnets: Iterable[str]) -> bool:
+        """Whether a live grant is for a network of these subnets (called under `locked`)."""
+        wanted = set(subnets)
+        now = time.time()
+        return any(
+            float(g.get("expires", 0)) > now and wanted & set(g.get("subnets") or ())
+            for g in self._read_live().values()
+            if isinstance(g, dict)
+        )
+
     def issue(self, grant: Grant) -> None:
         """Make `grant` live (the proxy accepts it from its subnets until it ends)."""
         with self.locked():

@@ -24,8 +24,6 @@ from cloudrunner.errors import CloudrunnerError
 
 #: how long to wait once for the proxy's last log lines after hooks that used it ran
 SETTLE_S = 0.05
-#: how often (at most) a worker process looks for idle sandbox networks to remove
-COLLECT_EVERY_S = 60.0
 
 
 class EgressRulesError(CloudrunnerError):
@@ -82,7 +80,6 @@ class Egress:
         self._reader: AccessLogReader | None = None
         #: (session, source) -> (network, subnets) of the sandbox networks this process uses
         self._networks: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
-        self._collected = time.monotonic()
         #: a rules-file problem, reported on every event until it is fixed
         self.problem: str | None = None
 
@@ -145,6 +142,8 @@ class Egress:
                     worker_id=self._worker_id,
                     image=self._settings.proxy_image,
                     outbound_network=self._settings.outbound_network,
+                    subnets=self._settings.sandbox_subnets,
+                    subnet_size=self._settings.sandbox_subnet_size,
                 )
                 self._issuer = CredentialIssuer(self._proxy.key(), self._proxy.book)
                 self._reader = AccessLogReader(self._proxy.log_path)
@@ -165,11 +164,7 @@ class Egress:
                 if len(self._networks) > 4096:
                     self._networks.clear()
                 self._networks[(session, kind)] = (name, subnets)
-                collect = time.monotonic() - self._collected > COLLECT_EVERY_S
-                if collect:
-                    self._collected = time.monotonic()
-            if collect:
-                proxy.collect_networks()
+            proxy.collect_if_due()
             return name
         if policy == "open":
             named = self._default_networks(kind)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import ipaddress
 import os
 import secrets
 import threading
@@ -25,6 +26,7 @@ from typing import Any
 
 import docker
 import docker.errors
+import docker.types
 
 from cloudrunner.egress.grants import GrantBook
 from cloudrunner.egress.rules import PROXY_HOST, EgressRules, squid_config
@@ -36,8 +38,10 @@ PROXY_ROLE = "egress-proxy"
 NETWORK_ROLE = "egress-network"
 SESSION_LABEL = "cloudrunner.egress.session"
 SOURCE_LABEL = "cloudrunner.egress.source"
-#: a sandbox network without containers and unused this long is removed
-NETWORK_IDLE_S = 600.0
+#: a sandbox network without containers or live credentials, unused this long, is removed
+NETWORK_IDLE_S = 120.0
+#: how often (at most) the worker processes of a state directory look for such networks
+COLLECT_EVERY_S = 60.0
 _CONF_IN_CONTAINER = "/etc/cloudrunner-egress"
 _LOG_IN_CONTAINER = "/var/log/cloudrunner-egress"
 _HELPER = "/opt/cloudrunner-egress/check_credentials.py"
@@ -59,10 +63,15 @@ class EgressProxy:
         worker_id: str,
         image: str,
         outbound_network: str,
+        subnets: str | None = None,
+        subnet_size: int = 28,
     ) -> None:
         self.client = client
         self.image = image
         self.outbound_network = outbound_network
+        #: where each sandbox network's range is taken from (None: the engine's pools)
+        self.subnets = ipaddress.IPv4Network(subnets) if subnets else None
+        self.subnet_size = subnet_size
         self.worker_id = worker_id
         self.directory = state_dir / "egress"
         suffix = hashlib.sha256(f"{worker_id}\n{state_dir.resolve()}".encode()).hexdigest()[:12]
@@ -157,10 +166,7 @@ class EgressProxy:
                 (self.directory / "networks" / name).touch()
         except docker.errors.APIError as exc:
             raise EgressUnavailable(f"the sandbox's egress network cannot be made: {exc}") from None
-        subnets = tuple(
-            str(c["Subnet"]) for c in (network.attrs.get("IPAM") or {}).get("Config") or ()
-            if c.get("Subnet")
-        )  # fmt: skip
+        subnets = _subnets(network)
         if not subnets:
             raise EgressUnavailable(f"the egress network {name} has no subnet the engine reports")
         return name, subnets
@@ -173,9 +179,7 @@ class EgressProxy:
                 **self._labels(), ROLE_LABEL: NETWORK_ROLE,
                 SESSION_LABEL: session[:200], SOURCE_LABEL: kind,
             }  # fmt: skip
-            network = self.client.networks.create(
-                name, driver="bridge", internal=True, labels=labels, check_duplicate=True
-            )
+            network = self._create(name, labels)
             network.reload()
         container = self._container()
         if container is None:
@@ -189,6 +193,50 @@ class EgressProxy:
                 if "already exists" not in str(exc):
                     raise
         return network
+
+    def _create(self, name: str, labels: dict[str, str]) -> Any:
+        """A new internal network: from the engine's pools, or from the first free range of
+        `subnets` (one the engine already uses elsewhere is skipped)."""
+        if self.subnets is None:
+            return self.client.networks.create(
+                name, driver="bridge", internal=True, labels=labels, check_duplicate=True
+            )
+        taken = {
+            ipaddress.ip_network(subnet, strict=False)
+            for listed in self.client.networks.list()
+            for subnet in _subnets(listed)
+        }
+        for candidate in self.subnets.subnets(new_prefix=self.subnet_size):
+            if any(candidate.overlaps(t) for t in taken):
+                continue
+            ipam = docker.types.IPAMConfig(
+                pool_configs=[docker.types.IPAMPool(subnet=str(candidate))]
+            )
+            try:
+                return self.client.networks.create(
+                    name, driver="bridge", internal=True, labels=labels, ipam=ipam,
+                    check_duplicate=True,
+                )  # fmt: skip
+            except docker.errors.APIError as exc:
+                if "overlap" not in str(exc).lower():
+                    raise
+                taken.add(candidate)  # made by someone else meanwhile: the next one
+        raise EgressUnavailable(
+            f"no free /{self.subnet_size} range is left in egress.sandbox_subnets "
+            f"{self.subnets} for another sandbox network; widen it, or wait for idle ones to "
+            "be removed"
+        )
+
+    def collect_if_due(self) -> list[str]:
+        """`collect_networks` when no process of this state directory did for a while."""
+        stamp = self.directory / "networks" / ".collected"
+        try:
+            if time.time() - stamp.stat().st_mtime < COLLECT_EVERY_S:
+                return []
+        except FileNotFoundError:
+            stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+        return self.collect_networks()
 
     def collect_networks(self, idle_s: float = NETWORK_IDLE_S) -> list[str]:
         """Remove the sandbox networks no container but the proxy is on and that nobody
@@ -217,7 +265,7 @@ class EgressProxy:
                 members = set(listed.attrs.get("Containers") or {})
                 if proxy is not None:
                     members.discard(proxy.id)
-                if members:
+                if members or self.book.live_on(_subnets(listed)):
                     continue
                 with contextlib.suppress(docker.errors.APIError):
                     if proxy is not None and proxy.id in (listed.attrs.get("Containers") or {}):
@@ -356,3 +404,9 @@ class EgressProxy:
             self.client.api.remove_container(self.container_name, force=True)
         self._marker.unlink(missing_ok=True)
         self.collect_networks(idle_s=0.0)
+
+
+def _subnets(network: Any) -> tuple[str, ...]:
+    """The subnets of a network as the engine reports them."""
+    configs = (network.attrs.get("IPAM") or {}).get("Config") or ()
+    return tuple(str(c["Subnet"]) for c in configs if c.get("Subnet"))

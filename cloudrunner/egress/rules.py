@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Policy = Literal["none", "allowlist", "open"]
 SOURCE_KINDS = ("enterprise", "team", "project", "user")
@@ -126,10 +126,46 @@ class EgressSettings(BaseModel):
     """the egress proxy image (`cloudrunner images build` builds it)"""
     outbound_network: str = Field("bridge", min_length=1)
     """the Docker network through which the proxy reaches the outside"""
+    sandbox_subnets: str | None = None
+    """a private IPv4 range (`10.213.0.0/16`) from which each sandbox's egress network gets a
+    range of `sandbox_subnet_size` of its own; unset: the engine's default address pools,
+    which hold only a few dozen networks at once"""
+    sandbox_subnet_size: int = Field(28, ge=16, le=29)
+    """the prefix length of each sandbox network's range taken from `sandbox_subnets` (28:
+    13 containers besides the proxy)"""
     rules_file: Path | None = None
     """a TOML file of per-source tables ([project] policy/domains/addresses/methods, ...)
     that replace the rules above; re-read when it changes, so new rules hold from the next
     connection"""
+
+    @field_validator("sandbox_subnets")
+    @classmethod
+    def _subnets(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            network = ipaddress.IPv4Network(value.strip(), strict=True)
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is not an IPv4 range: write a network and its prefix length "
+                "(10.213.0.0/16), with no host bits set"
+            ) from None
+        if not network.is_private or network.prefixlen > 29:
+            raise ValueError(
+                f"{value!r} must be a private IPv4 range (10.0.0.0/8, 172.16.0.0/12, "
+                "192.168.0.0/16) of at least 8 addresses"
+            )
+        return str(network)
+
+    @model_validator(mode="after")
+    def _size_fits(self) -> EgressSettings:
+        pool = self.sandbox_subnets
+        if pool is not None and ipaddress.IPv4Network(pool).prefixlen > self.sandbox_subnet_size:
+            raise ValueError(
+                f"sandbox_subnet_size {self.sandbox_subnet_size} does not fit in "
+                f"sandbox_subnets {pool}: make the range wider or the size larger"
+            )
+        return self
 
     @field_validator("project", "user")
     @classmethod

@@ -25,6 +25,7 @@ from typing import Any
 import docker
 import pytest
 
+from cloudrunner.egress.proxy import EgressProxy
 from tests.e2e.conftest import Deployment
 from tests.e2e.test_egress import _proxies, proxy_image, start_server
 from tests.support.docker_tracking import DockerTracker
@@ -82,7 +83,9 @@ def world(
     return World(proxy_image, name, address, f"{server_name}.{name}")
 
 
-def _setup(deployment: Deployment, world: World, rules: str, *, timeout: int = 30) -> list[str]:
+def _setup(
+    deployment: Deployment, world: World, rules: str, *, timeout: int = 30, extra: str = ""
+) -> list[str]:
     """The repository's shell hook, the rules file and the flags of `cloudrunner run`."""
     src = deployment.root / "src"
     hooks = src / ".cursor" / "hooks"
@@ -100,7 +103,7 @@ def _setup(deployment: Deployment, world: World, rules: str, *, timeout: int = 3
     settings = deployment.root / "egress.toml"
     settings.write_text(
         f'[egress]\nproxy_image = "{world.image}"\noutbound_network = "{world.network}"\n'
-        f'rules_file = "{deployment.root / "egress-rules.toml"}"\n'
+        f'rules_file = "{deployment.root / "egress-rules.toml"}"\n{extra}'
     )
     return [*deployment.flags(), "--config", str(settings)]
 
@@ -205,7 +208,8 @@ def test_a_credential_dies_with_its_run_and_names_the_run_it_was_stolen_from(
     docker_client: docker.DockerClient,
     docker_tracker: DockerTracker,
 ) -> None:
-    flags = _setup(deployment, world, _allow(world))
+    # sandbox networks from a range of the operator's, a small one each
+    flags = _setup(deployment, world, _allow(world), extra='sandbox_subnets = "10.213.0.0/16"\n')
     try:
         # run 1 of conversation A uses its credential, then leaks it (here: in its answer)
         out = _shell(
@@ -223,6 +227,20 @@ def test_a_credential_dies_with_its_run_and_names_the_run_it_was_stolen_from(
         assert record["credential_run"]["conversation_id"] == "conv-A"
         assert record["session"] == "conv-B" and record["source"] == "project"
         assert [r["conversation_id"] for r in record["used_from"]["runs"]] == ["conv-B"]
+        for name in {r["used_from"]["network"] for r in reuse}:
+            (config,) = docker_client.networks.get(name).attrs["IPAM"]["Config"]
+            assert config["Subnet"].startswith("10.213.") and config["Subnet"].endswith("/28")
+
+        # the sessions' networks, idle (no container, no live credential), are removed
+        proxy = EgressProxy(
+            docker_client, state_dir=deployment.state, worker_id=docker_tracker.worker_id,
+            image=world.image, outbound_network=world.network,
+        )  # fmt: skip
+        networks = {r["used_from"]["network"] for r in reuse} | {
+            proxy.network_name("conv-A", "project")
+        }
+        assert networks <= set(proxy.collect_networks(idle_s=0.0))
+        assert _proxies(docker_client, docker_tracker)[0].status == "running"
 
         # the proxy removed from outside: the next run starts another and says so
         (proxy,) = _proxies(docker_client, docker_tracker)

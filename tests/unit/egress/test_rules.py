@@ -121,3 +121,19 @@ def test_listed_addresses_get_their_own_rule_and_bad_ones_are_refused() -> None:
     for bad in ["192.0.2.0/24", "[2001:db8::1]", "example.com", "192.0.2.10:80", "", 7]:
         with pytest.raises(ValidationError, match="is not an IP address"):
             EgressRules(policy="allowlist", addresses=(bad,))  # type: ignore[arg-type]
+
+
+def test_sandbox_subnets_take_a_private_range_that_fits_the_size() -> None:
+    ok = EgressSettings.model_validate({"sandbox_subnets": " 10.213.0.0/16 "})
+    assert ok.sandbox_subnets == "10.213.0.0/16" and ok.sandbox_subnet_size == 28
+    for bad, why in [
+        ("10.213.0.1/16", "not an IPv4 range"), ("fd00::/64", "not an IPv4 range"),
+        ("nonsense", "not an IPv4 range"), ("8.8.0.0/16", "private IPv4 range"),
+        ("10.0.0.0/30", "private IPv4 range"),
+    ]:  # fmt: skip
+        with pytest.raises(ValidationError, match=why):
+            EgressSettings.model_validate({"sandbox_subnets": bad})
+    with pytest.raises(ValidationError, match="does not fit"):
+        EgressSettings.model_validate({"sandbox_subnets": "10.1.0.0/29", "sandbox_subnet_size": 28})
+    with pytest.raises(ValidationError):
+        EgressSettings.model_validate({"sandbox_subnet_size": 30})

@@ -801,6 +801,7 @@ class Worker(ClosesOnExit):
             agent_dir=agent_dir,
             home=home,
             transcript=shown.mount if shown is not None else None,
+            on_start=self.egress.bind if network is not None else None,
         )
         if self._pool is not None and profile.isolation == "session":
             return self._pool.borrow(spec)

@@ -15,16 +15,25 @@ import hashlib
 import hmac
 import secrets
 import time
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
 
 from cloudrunner.egress.grants import SLACK_S, Grant, GrantBook, RunAttribution
 from cloudrunner.egress.rules import PROXY_HOST, PROXY_PORT
 
-__all__ = ["CredentialIssuer", "RunAttribution", "password"]
+__all__ = ["CredentialIssuer", "RunAttribution", "password", "user_of"]
 
 
 def password(key: bytes, user: str) -> str:
     return hmac.new(key, user.encode(), hashlib.sha256).hexdigest()[:40]
+
+
+def user_of(proxy_url: str) -> str | None:
+    """The user name of a proxy URL this issuer made, or None."""
+    try:
+        name = urlsplit(proxy_url).username
+    except ValueError:
+        return None
+    return unquote(name) if name else None
 
 
 class CredentialIssuer:

@@ -166,6 +166,14 @@ class GrantBook:
         with self._thread_lock:
             self._known[grant.user] = grant
 
+    def narrow(self, user: str, subnet: str) -> None:
+        """Make `user`'s live grant good from `subnet` only (its container's address)."""
+        with self.locked():
+            live = self._read_live()
+            if user in live:
+                live[user]["subnets"] = [subnet]
+                self._write_live(live)
+
     def end(self, users: Iterable[str]) -> None:
         """End the runs of `users`: their credentials are refused from now on."""
         users = list(users)

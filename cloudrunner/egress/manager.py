@@ -9,7 +9,7 @@ import os
 import threading
 import time
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +17,11 @@ import docker
 from pydantic import ValidationError
 
 from cloudrunner.egress.access_log import AccessLogReader, record_fields
-from cloudrunner.egress.credentials import CredentialIssuer, RunAttribution
+from cloudrunner.egress.credentials import CredentialIssuer, RunAttribution, user_of
 from cloudrunner.egress.proxy import EgressProxy
 from cloudrunner.egress.rules import SOURCE_KINDS, EgressSettings
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.sandbox.diagnostics import note
 
 #: how long to wait once for the proxy's last log lines after hooks that used it ran
 SETTLE_S = 0.05
@@ -193,6 +194,18 @@ class Egress:
         if issued is not None:
             issued.append(user)
         return self._issuer.environment(user)
+
+    def bind(self, container_id: str, env: Mapping[str, str]) -> None:
+        """Tie the credential in a run's `env` to the address of the container it runs in
+        (until then it is good from its sandbox's network). A failure leaves it at that,
+        and is logged."""
+        user = user_of(env.get("HTTP_PROXY", ""))
+        if user is None or self._proxy is None:
+            return
+        try:
+            self._proxy.bind(user, container_id)
+        except (docker.errors.DockerException, OSError, KeyError) as exc:
+            note("warning", "egress.bind_failed", container=container_id[:12], error=str(exc)[:200])
 
     def end(self, users: list[str]) -> None:
         """End the runs of `users` (their event is over): the proxy refuses their

@@ -227,6 +227,16 @@ class EgressProxy:
             "be removed"
         )
 
+    def bind(self, user: str, container_id: str) -> None:
+        """Narrow `user`'s live grant to the address of the container on its network."""
+        grant = self.book.lookup(user)
+        if grant is None or grant.ended is not None:
+            return
+        networks = self.client.api.inspect_container(container_id)["NetworkSettings"]["Networks"]
+        address = str((networks.get(grant.network) or {}).get("IPAddress") or "")
+        if address:
+            self.book.narrow(user, f"{address}/32")
+
     def collect_if_due(self) -> list[str]:
         """`collect_networks` when no process of this state directory did for a while."""
         stamp = self.directory / "networks" / ".collected"

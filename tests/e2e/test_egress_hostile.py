@@ -306,6 +306,15 @@ def test_one_session_cannot_reach_another_sessions_sandbox_or_use_its_credential
         proc = deployment.run(payload, flags=flags_b)
         assert proc.returncode == 0, proc.stderr.decode()
         seen = dict(p.split("=", 1) for p in json.loads(proc.stdout)["user_message"].split())
+        # a container of A's own session and source (another checkout) may not use it either
+        payload = {
+            **payload, "conversation_id": "conv-A",
+            "command": CODE + f"echo $(code -x {shlex.quote(credential)} http://allowed.test/) "
+            "$(code http://allowed.test/)",
+        }  # fmt: skip
+        sibling = deployment.run(payload, flags=flags_b)
+        assert sibling.returncode == 0, sibling.stderr.decode()
+        assert json.loads(sibling.stdout)["user_message"].split() == ["403", "200"]
         done.touch()
         a.join(timeout=120)
         # B reaches neither A's container (any port: no route) nor A through the proxy,
@@ -313,10 +322,10 @@ def test_one_session_cannot_reach_another_sessions_sandbox_or_use_its_credential
         assert seen == {"tcp": "none", "via-proxy": "403", "stolen": "403", "b-proxy": "200"}
         assert result["a"].split() == ["a-proxy=200"]
         records = _egress(deployment)
-        (stolen,) = [r for r in records if r.get("credential_run")]
-        assert stolen["refusal"] == "wrong-source"
+        stolen, by_sibling = [r for r in records if r.get("credential_run")]
+        assert stolen["refusal"] == by_sibling["refusal"] == "wrong-source"
         assert stolen["credential_run"]["conversation_id"] == "conv-A"
-        assert stolen["session"] == "conv-B"
+        assert stolen["session"] == "conv-B" and by_sibling["session"] == "conv-A"
         (cross,) = [r for r in records if r["host"] == address]
         assert cross["decision"] == "refused" and cross["session"] == "conv-B"
     finally:

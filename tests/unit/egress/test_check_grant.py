@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cloudrunner.egress.credentials import CredentialIssuer, RunAttribution
+from cloudrunner.egress.credentials import CredentialIssuer, RunAttribution, user_of
 from cloudrunner.egress.grants import GrantBook
 
 HELPER = Path(__file__).resolve().parents[3] / "images" / "egress-proxy" / "check_grant.py"
@@ -69,3 +69,18 @@ def test_any_request_line_gets_exactly_one_answer_and_never_ok(words: list[str])
     grants = Path("/nonexistent/grants.json")
     answers = ask(grants, " ".join(words), "10.0.0.1 project.1")
     assert len(answers) == 2 and all(a.startswith("ERR") for a in answers)
+
+
+def test_a_credential_tied_to_its_container_is_refused_from_the_rest_of_its_network(
+    tmp_path: Path,
+) -> None:
+    book = GrantBook(tmp_path)
+    issuer = CredentialIssuer(b"k" * 64, book)
+    user = issuer.issue(RUN, network="n", subnets=("10.7.0.0/24",), lifetime_s=60)
+    assert user_of(issuer.proxy_url(user)) == user
+    assert user_of("http://[bad") is None and user_of("") is None
+    book.narrow(user, "10.7.0.3/32")
+    grants = tmp_path / "conf" / "grants.json"
+    assert ask(grants, f"10.7.0.3 {user}", f"10.7.0.4 {user}") == ["OK", "ERR log=wrong-source"]
+    book.narrow("project.unknown", "10.7.0.4/32")  # not live: nothing is granted
+    assert ask(grants, "10.7.0.4 project.unknown") == ["ERR log=not-live"]

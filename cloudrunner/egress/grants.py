@@ -140,21 +140,23 @@ class GrantBook:
         os.replace(tmp, self.ledger)
 
     def prepare(self) -> None:
-        """An empty grants file when there is none (the proxy's helper reads it)."""
+        """An empty grants file when there is none (the proxy's helper reads it; called
+        under `locked`)."""
         if not self.path.exists():
-            with self.locked():
-                if not self.path.exists():
-                    self._write_live({})
+            self._write_live({})
 
     def live_on(self, subnets: Iterable[str]) -> bool:
-        """Whether a live grant is for a network of these subnets (called under `locked`)."""
-        wanted = set(subnets)
+        """Whether a live grant lies in these subnets (a network's; called under `locked`)."""
+        wanted = [ipaddress.ip_network(s, strict=False) for s in subnets]
         now = time.time()
-        return any(
-            float(g.get("expires", 0)) > now and wanted & set(g.get("subnets") or ())
-            for g in self._read_live().values()
-            if isinstance(g, dict)
-        )
+        for grant in self._read_live().values():
+            if not isinstance(grant, dict) or float(grant.get("expires", 0)) <= now:
+                continue
+            for text in grant.get("subnets") or ():
+                with contextlib.suppress(ValueError, TypeError):
+                    if any(ipaddress.ip_network(text, strict=False).overlaps(w) for w in wanted):
+                        return True
+        return False
 
     def issue(self, grant: Grant) -> None:
         """Make `grant` live (the proxy accepts it from its subnets until it ends)."""

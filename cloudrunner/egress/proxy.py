@@ -80,6 +80,9 @@ class EgressProxy:
         self._lock = threading.Lock()
         self._config: str | None = None
         self.book = GrantBook(self.directory)
+        #: (container, network) -> the container's address there (a session container's
+        #: stays the same for its life)
+        self._addresses: dict[tuple[str, str], str] = {}
         #: what happened to the proxy that the audit log should say (replaced, ...)
         self.events: list[dict[str, Any]] = []
 
@@ -232,8 +235,15 @@ class EgressProxy:
         grant = self.book.lookup(user)
         if grant is None or grant.ended is not None:
             return
-        networks = self.client.api.inspect_container(container_id)["NetworkSettings"]["Networks"]
-        address = str((networks.get(grant.network) or {}).get("IPAddress") or "")
+        key = (container_id, grant.network)
+        address = self._addresses.get(key)
+        if address is None:
+            inspected = self.client.api.inspect_container(container_id)
+            networks = inspected["NetworkSettings"]["Networks"]
+            address = str((networks.get(grant.network) or {}).get("IPAddress") or "")
+            if len(self._addresses) > 1024:
+                self._addresses.clear()
+            self._addresses[key] = address
         if address:
             self.book.narrow(user, f"{address}/32")
 
@@ -295,7 +305,9 @@ class EgressProxy:
 
     def ensure(self, rules: Mapping[str, EgressRules]) -> None:
         """A running proxy enforcing `rules`. Raises EgressUnavailable naming the fix."""
-        with self._lock:
+        # one process at a time (of all that share this state directory): a proxy that is
+        # gone is started, and its replacement recorded, once
+        with self._lock, self.book.locked():
             try:
                 self.key()
                 (self.directory / "log").mkdir(parents=True, exist_ok=True)

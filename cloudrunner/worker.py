@@ -298,6 +298,7 @@ class Worker(ClosesOnExit):
             return _Prepared(shown, homes, sandboxes)
 
         shown, homes, sandboxes = self._prepare_while(prepare, durable)
+        issued: list[str] = []  # the proxy credentials of this event's runs, ended with it
         try:
             outcome = run_plan(
                 plan,
@@ -315,11 +316,15 @@ class Worker(ClosesOnExit):
                         generation_id=ids["generation_id"],
                         hook_id=hook.hook_id,
                         command=hook.command,
+                        session=session_label,
                     ),
+                    timeout_s=hook.timeout,
+                    issued=issued,
                 ),
             )
         finally:
             sandboxes.close()
+            self.egress.end(issued)
         loops = PersistentLoopCounterStore(self.sessions)
         merged = merge(plan, outcome.results, loops)
         unrecorded = list(loops.problems)
@@ -847,7 +852,7 @@ class Worker(ClosesOnExit):
         shown: transcript.Transcript | None = None,
         homes: Mapping[SourceKind, _Home] | None = None,
     ) -> Sandbox:
-        network = self.egress.network_for(str(kind))
+        network = self.egress.network_for(str(kind), session)
         image = self._environment_image(ws, session) if kind is SourceKind.PROJECT else None
         profile = self._sandbox_profile(str(kind), network, image)
         uid, gid = identity_for(profile, ws.root)
@@ -884,6 +889,7 @@ class Worker(ClosesOnExit):
             agent_dir=agent_dir,
             home=home,
             transcript=shown.mount if shown is not None else None,
+            on_start=self.egress.bind if network is not None else None,
         )
         if self._pool is not None and profile.isolation == "session":
             return self._pool.borrow(spec)

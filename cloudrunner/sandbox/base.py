@@ -8,7 +8,7 @@ sandbox is opened.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -86,6 +86,9 @@ class SandboxSpec:
     home: Path | None = None
     #: the event's transcript file, mounted read-only at its path
     transcript: Path | None = None
+    #: told (container id, the run's environment) as each hook run starts in a container:
+    #: the egress proxy ties the run's credential to that container's address
+    on_start: Callable[[str, Mapping[str, str]], None] | None = field(default=None, compare=False)
 
 
 class Sandbox(Protocol):

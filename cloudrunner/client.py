@@ -159,6 +159,8 @@ def request(
 
 
 def _parse(raw: bytes, endpoint: Endpoint) -> HttpReply:
+    if raw and not b"HTTP/".startswith(raw[:5]):
+        raise ValueError(f"{endpoint.describe()} does not speak HTTP")
     head, sep, rest = raw.partition(b"\r\n\r\n")
     if not sep:
         raise Unreachable(f"the daemon on {endpoint.describe()} closed without an answer")
@@ -188,8 +190,18 @@ def _os_reason(exc: OSError) -> str:
         return "timed out"
     if isinstance(exc, PermissionError):
         return "permission denied on the socket"
-    text = exc.strerror or type(exc).__name__  # lower case, as the compiled client says it
+    return os_text(exc)
+
+
+def os_text(exc: OSError) -> str:
+    """The error's text in lower case, no errno number (as the compiled client says it)."""
+    text = exc.strerror or type(exc).__name__
     return text[:1].lower() + text[1:]
+
+
+def bad_event_name(event: str) -> bool:
+    """Event names are ASCII letters and digits (they go into the request's path)."""
+    return not (0 < len(event) <= 64 and event.isascii() and event.isalnum())
 
 
 # --------------------------------------------------------------------------- endpoint
@@ -224,8 +236,14 @@ def endpoint_from(
             try:
                 with open(token_file, encoding="utf-8") as handle:
                     token = handle.read().strip()
-            except (OSError, UnicodeDecodeError) as exc:
-                raise UsageError(f"cannot read the token file {token_file}: {exc}") from None
+            except OSError as exc:
+                raise UsageError(
+                    f"cannot read the token file {token_file} ({os_text(exc)})"
+                ) from None
+            except UnicodeDecodeError:
+                raise UsageError(
+                    f"cannot read the token file {token_file} (it is not UTF-8 text)"
+                ) from None
         try:
             port = parts.port or 80
         except ValueError:

@@ -29,6 +29,7 @@ from cloudrunner.client import (
     HttpReply,
     Unreachable,
     UsageError,
+    bad_event_name,
     blocked_answer,
     blocks,
     endpoint_from,
@@ -41,7 +42,7 @@ TYPE_CHECKING = False  # typing itself costs ~10 ms to import; mypy honours this
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
-    from typing import NoReturn
+    from typing import Any, NoReturn
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -240,6 +241,11 @@ def _env_fail_closed() -> "bool | None":
 
 def hook_command(args: "HookOptions | argparse.Namespace") -> int:
     event: str = args.event
+    if bad_event_name(event):
+        return usage_error(
+            f"EVENT {event!r} is not a hook event name (ASCII letters and digits, "
+            "like beforeShellExecution)"
+        )
     flag = True if args.fail_closed else False if args.fail_open else None
     fallback = args.fallback or env_var("CLOUDRUNNER_FALLBACK") or "none"
     if fallback not in ("none", "in-process"):
@@ -307,12 +313,14 @@ def _error_of(reply: HttpReply) -> tuple[str, str]:
     import json
 
     try:
-        data = json.loads(reply.body)
-        error = data["error"]
-        return str(error["code"]), str(error["message"])
-    except (ValueError, KeyError, TypeError):
-        text = reply.body.decode(errors="replace").strip()[:200]
-        return "http-" + str(reply.status), f"HTTP {reply.status}: {text}"
+        error = json.loads(reply.body)["error"]
+        code, message = error["code"], error["message"]
+    except (ValueError, KeyError, TypeError, IndexError, RecursionError):
+        code = message = None
+    if isinstance(code, str) and isinstance(message, str):
+        return code, message
+    text = reply.body.decode(errors="replace").strip()[:200]
+    return "http-" + str(reply.status), f"HTTP {reply.status}: {text}"
 
 
 def _by_policy(policy: _Policy, problem: str, *, spool: bool) -> int:
@@ -383,6 +391,10 @@ def _usage_parser() -> "type[argparse.ArgumentParser]":
     import argparse
 
     class UsageParser(argparse.ArgumentParser):
+        def __init__(self, *args: "Any", **kwargs: "Any") -> None:
+            kwargs.setdefault("allow_abbrev", False)  # --exit is no --exit-code in either
+            super().__init__(*args, **kwargs)
+
         def error(self, message: str) -> "NoReturn":
             print(f"cloudrunner: error: {message}", file=sys.stderr)
             raise SystemExit(64)

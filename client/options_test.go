@@ -43,7 +43,9 @@ func TestParseArgsSaysWhatArgparseSays(t *testing.T) {
 }
 
 func TestPyReprQuotesLikePython(t *testing.T) {
-	cases := map[string]string{"x": "'x'", "it's": `"it's"`, `a'"b`: `"a'\"b"`, "": "''"}
+	cases := map[string]string{"x": "'x'", "it's": `"it's"`, `a'"b`: `'a\'"b'`, "": "''",
+		"a\r\nb\\": `'a\r\nb\\'`, "\x00\x7f\u0085": `'\x00\x7f\x85'`, "é": "'é'", "\xff": `'\udcff'`,
+		"\u200b": `'\u200b'`}
 	for in, want := range cases {
 		if got := pyRepr(in); got != want {
 			t.Errorf("pyRepr(%q) = %s, want %s", in, got, want)

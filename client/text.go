@@ -7,28 +7,50 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
+	"unicode"
 	"unicode/utf8"
 )
 
-// pyRepr quotes a string the way Python's repr() does for the strings people type
-// (the Python client's messages use it): single quotes, or double quotes when the text
-// holds a single quote and no double one. Other text falls back to escaped double quotes.
+// pyRepr quotes a string the way Python's repr() does (the Python client's messages use
+// it): single quotes, or double ones when the text holds a single quote and no double one;
+// backslash escapes for the quote, \\, \t, \n, \r and what is not printable; a byte that is
+// not UTF-8 as Python's surrogate escape of it (\udcXX).
 func pyRepr(s string) string {
-	plain := true
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == '\\' || r == utf8.RuneError {
-			plain = false
-			break
+	quote := byte('\'')
+	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
+		quote = '"'
+	}
+	var sb strings.Builder
+	sb.WriteByte(quote)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&sb, "\\udc%02x", s[i])
+		case r == rune(quote) || r == '\\':
+			sb.WriteByte('\\')
+			sb.WriteRune(r)
+		case r == '\t':
+			sb.WriteString("\\t")
+		case r == '\n':
+			sb.WriteString("\\n")
+		case r == '\r':
+			sb.WriteString("\\r")
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			fmt.Fprintf(&sb, "\\x%02x", r)
+		case r > 0x7f && !unicode.IsPrint(r):
+			if r < 0x10000 {
+				fmt.Fprintf(&sb, "\\u%04x", r)
+			} else {
+				fmt.Fprintf(&sb, "\\U%08x", r)
+			}
+		default:
+			sb.WriteRune(r)
 		}
+		i += size
 	}
-	switch {
-	case plain && !strings.Contains(s, "'"):
-		return "'" + s + "'"
-	case plain && !strings.Contains(s, `"`):
-		return `"` + s + `"`
-	}
-	out, _ := json.Marshal(s)
-	return string(out)
+	sb.WriteByte(quote)
+	return sb.String()
 }
 
 // compactJSON encodes a value without HTML escaping, keys sorted (maps), no newline:

@@ -96,6 +96,20 @@ def evaluate(report: Report) -> list[dict[str, Any]]:
         value = float(row.extra["events_per_s"])
         return value >= 400, f"{value:.0f} events/s"
 
+    def compiled_over_request() -> tuple[bool, str] | None:
+        found = figures(report)
+        if "compiled_over_request_ms" not in found:
+            return None
+        over = found["compiled_over_request_ms"]
+        return over <= 1, f"{over:+.2f} ms p50 over the daemon HTTP request"
+
+    def compiled_x_bare() -> tuple[bool, str] | None:
+        found = figures(report)
+        if "compiled_x_bare" not in found:
+            return None
+        ratio = found["compiled_x_bare"]
+        return ratio <= 3, f"{ratio:.2f}x bare at p50"
+
     target(
         "session mode, trivial hook: <= 3 ms over bare at p50, <= 10 ms at p99", session_overhead
     )
@@ -106,6 +120,15 @@ def evaluate(report: Report) -> list[dict[str, Any]]:
     )
     target("`cloudrunner hook` p50 within 2 ms of `python3 -I -S -c pass` (issue 17)", client_floor)
     target(">= 400 trivial events/s over 8 concurrent sessions (issue 17)", rate400)
+    target(
+        "`cloudrunner-hook` at most 1 ms p50 over the daemon HTTP request (issue 24)",
+        compiled_over_request,
+    )
+    target(
+        "a trivial warm hook through `cloudrunner-hook` at most 3x bare `sh -c cat` at p50 "
+        "(issue 24)",
+        compiled_x_bare,
+    )
     target("hook mode within 1.2x of a plain docker run (p50)", hook_vs_docker)
     target("per-event client under 25 ms p50 with the daemon up", client)
     target(">= 300 trivial events/s over 8 concurrent sessions", rate)

@@ -222,7 +222,7 @@ def test_the_worker_answers_events_through_the_host_socket_and_records_them(
     assert exit_code == 0, output
     # the compiled client inside the image reaches the daemon on its default socket
     exit_code, output = worker.container.exec_run(
-        ["sh", "-c", "echo '{\"command\": \"ls\"}' | cloudrunner-hook hook beforeShellExecution"]
+        ["sh", "-c", 'echo \'{"command": "ls"}\' | cloudrunner-hook hook beforeShellExecution']
     )
     assert exit_code == 0 and json.loads(output) == {"permission": "allow"}, output
 

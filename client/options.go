@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -30,7 +29,28 @@ type usageError struct{ message string }
 
 func (e usageError) Error() string { return e.message }
 
-var negativeNumber = regexp.MustCompile(`^-\d+$|^-\d*\.\d+$`)
+// looksNegative is argparse's test for a word that is a negative number, not a flag
+// (`^-\d+$|^-\d*\.\d+$`), without the regexp package's start-up cost.
+func looksNegative(word string) bool {
+	if len(word) < 2 || word[0] != '-' {
+		return false
+	}
+	digits, dot := 0, -1
+	for i := 1; i < len(word); i++ {
+		switch c := word[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && dot < 0:
+			dot = i
+		default:
+			return false
+		}
+	}
+	if dot < 0 {
+		return digits > 0
+	}
+	return dot < len(word)-1 // digits after the dot
+}
 
 // parseArgs reads `hook EVENT [flags]` or `health [flags]` (the words after the program).
 func parseArgs(words []string) (*options, error) {
@@ -72,7 +92,7 @@ func parseArgs(words []string) (*options, error) {
 	}
 	for i := 1; i < len(words); i++ {
 		word := words[i]
-		if !strings.HasPrefix(word, "-") || word == "-" || negativeNumber.MatchString(word) {
+		if !strings.HasPrefix(word, "-") || word == "-" || looksNegative(word) {
 			positional = append(positional, word)
 			continue
 		}
@@ -86,7 +106,7 @@ func parseArgs(words []string) (*options, error) {
 			value := inline
 			if !hasInline {
 				if i+1 >= len(words) || (strings.HasPrefix(words[i+1], "-") && words[i+1] != "-" &&
-					!negativeNumber.MatchString(words[i+1])) {
+					!looksNegative(words[i+1])) {
 					return nil, usageError{fmt.Sprintf("argument %s: expected one argument", name)}
 				}
 				i++

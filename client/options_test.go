@@ -42,6 +42,15 @@ func TestParseArgsSaysWhatArgparseSays(t *testing.T) {
 	}
 }
 
+func TestNegativeNumbersAreValuesNotFlags(t *testing.T) {
+	for word, want := range map[string]bool{"-1": true, "-12": true, "-.5": true, "-1.5": true,
+		"-": false, "-1.": false, "-x": false, "--1": false, "-1.2.3": false, "1": false} {
+		if looksNegative(word) != want {
+			t.Errorf("%q: want %v", word, want)
+		}
+	}
+}
+
 func TestPyReprQuotesLikePython(t *testing.T) {
 	cases := map[string]string{"x": "'x'", "it's": `"it's"`, `a'"b`: `'a\'"b'`, "": "''",
 		"a\r\nb\\": `'a\r\nb\\'`, "\x00\x7f\u0085": `'\x00\x7f\x85'`, "é": "'é'", "\xff": `'\udcff'`,

@@ -177,7 +177,7 @@ func request(ep endpoint, method, path string, body []byte, seconds float64, con
 	// (a body over its cap), and that answer is what counts.
 	written := make(chan error, 1)
 	go func() {
-		writer := bufio.NewWriterSize(conn, 64*1024)
+		writer := bufio.NewWriterSize(conn, 16*1024)
 		err := req.Write(writer)
 		if err == nil {
 			err = writer.Flush()
@@ -185,7 +185,7 @@ func request(ep endpoint, method, path string, body []byte, seconds float64, con
 		written <- err
 	}()
 	head := &headRecorder{conn: conn}
-	resp, err := http.ReadResponse(bufio.NewReaderSize(head, 64*1024), req)
+	resp, err := http.ReadResponse(bufio.NewReaderSize(head, 16*1024), req)
 	if err != nil {
 		writeErr := pendingError(written)
 		return nil, readProblem(ep, err, writeErr, seconds, head.data)

@@ -57,6 +57,9 @@ func parseArgs(words []string) (*options, error) {
 	if len(words) == 0 {
 		return nil, usageError{"the following arguments are required: command"}
 	}
+	if words[0] == "--help" || words[0] == "-h" {
+		return &options{help: true}, nil
+	}
 	opts := &options{command: words[0], timeout: 600}
 	valueFlags := map[string]bool{"--socket": true, "--url": true, "--token-file": true}
 	boolFlags := map[string]bool{"--help": true, "-h": true}

@@ -79,8 +79,14 @@ func parseArgs(words []string) (*options, error) {
 		return nil, usageError{fmt.Sprintf(
 			"argument command: invalid choice: %s (choose from 'hook', 'health')", pyRepr(words[0]))}
 	}
-	var unknown []string
-	var positional []string
+	// the words in order: 'A' a positional, 'S' the first "--" (after which every word
+	// is positional), 'O' a known flag (with its value), 'U' an unknown flag
+	type item struct {
+		word string
+		kind byte
+	}
+	var items []item
+	separated := false
 	seen := map[string]bool{}
 	exclusive := func(name string, group []string) error {
 		if name != group[0] && name != group[1] {
@@ -95,15 +101,19 @@ func parseArgs(words []string) (*options, error) {
 	}
 	for i := 1; i < len(words); i++ {
 		word := words[i]
-		if !strings.HasPrefix(word, "-") || word == "-" || looksNegative(word) {
-			positional = append(positional, word)
+		if separated || !strings.HasPrefix(word, "-") || word == "-" || looksNegative(word) {
+			items = append(items, item{word, 'A'})
 			continue
 		}
 		if word == "--" {
-			positional = append(positional, words[i+1:]...)
-			break
+			items = append(items, item{word, 'S'})
+			separated = true
+			continue
 		}
 		name, inline, hasInline := strings.Cut(word, "=")
+		if valueFlags[name] || boolFlags[name] {
+			items = append(items, item{word, 'O'})
+		}
 		switch {
 		case valueFlags[name]:
 			value := inline
@@ -147,16 +157,35 @@ func parseArgs(words []string) (*options, error) {
 				opts.ready = true
 			}
 		default:
-			unknown = append(unknown, word)
+			items = append(items, item{word, 'U'})
 		}
 	}
+	// argparse: EVENT is the first positional, and takes the "--" right before or after it
+	// with it; everything else left over is unrecognised, in order.
+	event, absorbed := -1, -1
 	if opts.command == "hook" {
-		if len(positional) == 0 {
+		for index, it := range items {
+			if it.kind == 'A' {
+				event = index
+				break
+			}
+		}
+		if event < 0 {
 			return nil, usageError{"the following arguments are required: EVENT"}
 		}
-		opts.event, positional = positional[0], positional[1:]
+		opts.event = items[event].word
+		if event > 0 && items[event-1].kind == 'S' {
+			absorbed = event - 1
+		} else if event+1 < len(items) && items[event+1].kind == 'S' {
+			absorbed = event + 1
+		}
 	}
-	unknown = append(unknown, positional...)
+	var unknown []string
+	for index, it := range items {
+		if index != event && index != absorbed && it.kind != 'O' {
+			unknown = append(unknown, it.word)
+		}
+	}
 	if len(unknown) > 0 {
 		return nil, usageError{"unrecognized arguments: " + strings.Join(unknown, " ")}
 	}

@@ -31,6 +31,13 @@ func TestParseArgsSaysWhatArgparseSays(t *testing.T) {
 		"hook stop --fail-closed --fail-open":  "argument --fail-open: not allowed with argument --fail-closed",
 		"hook stop --exit-code=1":              "argument --exit-code: ignored explicit argument '1'",
 		"hook stop --exit":                     "unrecognized arguments: --exit",
+		"hook stop x --bogus":                  "unrecognized arguments: x --bogus",
+		"hook --":                              "the following arguments are required: EVENT",
+		"hook stop -- x":                       "unrecognized arguments: x",
+		"hook stop -- --":                      "unrecognized arguments: --",
+		"hook -- -- stop":                      "unrecognized arguments: stop",
+		"hook stop --exit-code --":             "unrecognized arguments: --",
+		"health -- x":                          "unrecognized arguments: -- x",
 		"health --timeout x":                   "argument --timeout: invalid float value: 'x'",
 		"serve":                                "argument command: invalid choice: 'serve' (choose from 'hook', 'health')",
 	}

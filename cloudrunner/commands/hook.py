@@ -101,11 +101,11 @@ def fast_hook_options(words: "Sequence[str]") -> "HookOptions | None":
         if name in _VALUE_FLAGS:
             if eq:
                 value = inline
-            elif index + 1 < len(words):
+            elif index + 1 < len(words) and not words[index + 1].startswith("-"):
                 index += 1
                 value = words[index]
             else:
-                return None
+                return None  # argparse says what is missing (or takes a negative number)
             if name == "--timeout":
                 try:
                     options.timeout = float(value)

@@ -6,6 +6,7 @@ stdout or stderr between them fails the test (tests/support/two_clients.py)."""
 from __future__ import annotations
 
 import json
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,8 @@ from typing import Any
 
 import docker
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cloudrunner.protocol.events import CLOUD_EVENTS, neutral_answer
 from tests.conftest import WORKER_ID_PREFIX
@@ -456,3 +459,31 @@ def test_usage_errors_exit_64_with_one_line(
     assert len(outcome.lines) == 1 and outcome.lines[0].startswith("cloudrunner: error: ")
     if message is not None:
         assert outcome.lines[0] == f"cloudrunner: error: {message}"
+
+
+# --------------------------------------------------------------------------- any command line
+
+#: words a careless user or a hostile hooks file might put on the command line
+WORDS = [
+    "hook", "health", "stop", "preToolUse", "beforeShellExecution", "bogus", "--socket",
+    "--url", "--token-file", "--exit-code", "--fallback", "none", "in-process", "--fail-closed",
+    "--fail-open", "--config", "--timeout", "0.5", "-1", "0", "nan", "--", "-", "-x", "--exit",
+    "--socket=", "--exit-code=1", "--timeout=2", "--fallback=x", "--url=http://h:1",
+    "http://127.0.0.1:1", "https://h", "'", '"', "a b", "--ready",
+]  # fmt: skip
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    command=st.sampled_from(["hook", "health"]),
+    words=st.lists(st.sampled_from(WORDS), max_size=6),
+    fail=st.sampled_from(["", "1", "x"]),
+)
+def test_any_command_line_gets_the_same_outcome_from_both(
+    command: str, words: list[str], fail: str
+) -> None:
+    """`hook ...` / `health ...` (other first words are the rest of the Python CLI)."""
+    with tempfile.TemporaryDirectory() as directory:
+        env = {"CLOUDRUNNER_SOCKET": f"{directory}/cloudrunner.sock",
+               "CLOUDRUNNER_FAIL_CLOSED": fail}  # fmt: skip
+        run_both([command, *words], b"{}", env)

@@ -50,8 +50,12 @@ func endpointFrom(socketFlag, urlFlag, tokenFileFlag string) (endpoint, error) {
 	}
 	if raw != "" {
 		parsed, err := url.Parse(raw)
-		if err != nil && strings.Contains(err.Error(), "invalid port") {
-			return endpoint{}, usageError{fmt.Sprintf("--url %s has a bad port", pyRepr(raw))}
+		// A port that is no number fails the parse; like the Python client, say so only
+		// after the token file was read.
+		badPort := err != nil && strings.Contains(err.Error(), "invalid port") &&
+			strings.HasPrefix(strings.ToLower(raw), "http://")
+		if badPort {
+			parsed, err = &url.URL{Scheme: "http", Host: "x"}, nil
 		}
 		if err != nil || parsed.Scheme != "http" || parsed.Hostname() == "" {
 			return endpoint{}, usageError{fmt.Sprintf(
@@ -74,10 +78,13 @@ func endpointFrom(socketFlag, urlFlag, tokenFileFlag string) (endpoint, error) {
 			}
 			token = strings.TrimSpace(string(data))
 		}
+		if badPort {
+			return endpoint{}, usageError{fmt.Sprintf("--url %s has a bad port", pyRepr(raw))}
+		}
 		port := 80
 		if text := parsed.Port(); text != "" {
 			port, err = strconv.Atoi(text)
-			if err != nil || port > 65535 {
+			if err != nil || port < 1 || port > 65535 {
 				return endpoint{}, usageError{fmt.Sprintf("--url %s has a bad port", pyRepr(raw))}
 			}
 		}
@@ -112,9 +119,18 @@ type reply struct {
 	body    []byte
 }
 
+// socketPathMaxBytes is the longest unix socket path the kernel takes (sun_path holds
+// 108 bytes with its NUL).
+const socketPathMaxBytes = 107
+
+var errSocketPathTooLong = errors.New("socket path too long")
+
 func connect(ep endpoint, timeout time.Duration) (net.Conn, error) {
 	dialer := net.Dialer{Timeout: timeout}
 	if ep.socketPath != "" {
+		if len(ep.socketPath) > socketPathMaxBytes {
+			return nil, errSocketPathTooLong
+		}
 		// A full listen backlog answers EAGAIN on a unix socket: wait a little and retry.
 		for attempt := 0; ; attempt++ {
 			conn, err := dialer.DialContext(context.Background(), "unix", ep.socketPath)
@@ -133,6 +149,8 @@ func connectReason(err error) string {
 	var dns *net.DNSError
 	var netErr net.Error
 	switch {
+	case errors.Is(err, errSocketPathTooLong):
+		return fmt.Sprintf("the socket path is longer than %d bytes", socketPathMaxBytes)
 	case errors.Is(err, syscall.ENOENT):
 		return "the socket does not exist"
 	case errors.Is(err, syscall.ECONNREFUSED):

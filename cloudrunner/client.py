@@ -69,8 +69,18 @@ class HttpReply:
         self.body = body
 
 
+#: the longest unix socket path the kernel takes (sun_path holds 108 bytes with its NUL)
+SOCKET_PATH_MAX_BYTES = 107
+
+
+class SocketPathTooLong(OSError):
+    pass
+
+
 def _connect(endpoint: Endpoint, timeout_s: float) -> _socket.socket:
     if endpoint.socket_path is not None:
+        if len(endpoint.socket_path.encode("utf-8", "surrogateescape")) > SOCKET_PATH_MAX_BYTES:
+            raise SocketPathTooLong()
         # A full listen backlog answers EAGAIN on a unix socket: wait a little and retry.
         for attempt in range(50):
             sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -182,6 +192,8 @@ def _parse(raw: bytes, endpoint: Endpoint) -> HttpReply:
 
 
 def _os_reason(exc: OSError) -> str:
+    if isinstance(exc, SocketPathTooLong):
+        return f"the socket path is longer than {SOCKET_PATH_MAX_BYTES} bytes"
     if isinstance(exc, FileNotFoundError):
         return "the socket does not exist"
     if isinstance(exc, ConnectionRefusedError):
@@ -245,9 +257,11 @@ def endpoint_from(
                     f"cannot read the token file {token_file} (it is not UTF-8 text)"
                 ) from None
         try:
-            port = parts.port or 80
+            port = 80 if parts.port is None else parts.port
         except ValueError:
-            raise UsageError(f"--url {url!r} has a bad port") from None
+            port = 0
+        if not port:
+            raise UsageError(f"--url {url!r} has a bad port")
         return Endpoint(None, parts.hostname, port, token)
     path = socket_flag or env_var("CLOUDRUNNER_SOCKET")
     if not path:

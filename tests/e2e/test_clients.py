@@ -411,6 +411,31 @@ def test_a_full_spool_is_said_and_the_answer_still_given(tmp_path: Path) -> None
     )
 
 
+@pytest.mark.parametrize(
+    ("env", "problem"),
+    [
+        ({"CLOUDRUNNER_SOCKET": "/tmp/" + "a" * 120 + ".sock"},
+         "the socket path is longer than 107 bytes"),
+        ({"CLOUDRUNNER_SOCKET": "{tmp}"}, "connection refused"),
+        ({"CLOUDRUNNER_SOCKET": "{tmp}/file"}, "connection refused"),
+        ({"CLOUDRUNNER_SOCKET": "relative.sock"}, "the socket does not exist"),
+        ({"CLOUDRUNNER_URL": "http://[::1]:1"}, "connection refused"),
+        ({"CLOUDRUNNER_URL": "http://127.0.0.1:1", "CLOUDRUNNER_STATE_DIR": "{tmp}"},
+         "connection refused"),
+    ],
+    ids=["long-path", "a-directory", "a-file", "relative", "ipv6", "tcp-state-dir"],
+)  # fmt: skip
+def test_endpoints_that_answer_nothing_are_said_alike(
+    tmp_path: Path, env: dict[str, str], problem: str
+) -> None:
+    (tmp_path / "file").write_text("not a socket")
+    filled = {k: v.replace("{tmp}", str(tmp_path)) for k, v in env.items()}
+    outcome = run_both(["hook", "preToolUse"], b"{}", filled)
+    assert outcome.code == 0 and _answer(outcome) == {"permission": "allow"}
+    assert outcome.lines[0].startswith("cloudrunner: no daemon answers on ")
+    assert f"({problem}); letting the event through (fail-open)" in outcome.lines[0]
+
+
 # --------------------------------------------------------------------------- usage errors
 
 
@@ -440,6 +465,13 @@ def test_a_full_spool_is_said_and_the_answer_still_given(tmp_path: Path) -> None
         (["hook", "stop", "--url", "https://h:1"], {},
          "--url 'https://h:1' must be http://HOST:PORT (the daemon's --listen address)"),
         (["hook", "stop", "--url", "http://h:99999"], {}, "--url 'http://h:99999' has a bad port"),
+        (["hook", "stop", "--url", "http://u@h:0"], {}, "--url 'http://u@h:0' has a bad port"),
+        (["hook", "stop", "--url", "http://h:x", "--token-file", "/nonexistent/token"], {},
+         "cannot read the token file /nonexistent/token (no such file or directory)"),
+        (["hook", "stop", "--url", "https://h:x"], {},
+         "--url 'https://h:x' must be http://HOST:PORT (the daemon's --listen address)"),
+        (["hook", "stop", "--url", "http://h:1", "--token-file", "/"], {},
+         "cannot read the token file / (is a directory)"),
         (["hook", "stop", "--url", "http://h:1", "--token-file", "/nonexistent/token"], {},
          "cannot read the token file /nonexistent/token (no such file or directory)"),
         (["hook", "a b"], {},
@@ -468,7 +500,7 @@ WORDS = [
     "hook", "health", "stop", "preToolUse", "beforeShellExecution", "bogus", "--socket",
     "--url", "--token-file", "--exit-code", "--fallback", "none", "in-process", "--fail-closed",
     "--fail-open", "--config", "--timeout", "0.5", "-1", "0", "nan", "--", "-", "-x", "--exit",
-    "--socket=", "--exit-code=1", "--timeout=2", "--fallback=x", "--url=http://h:1",
+    "--socket=", "--exit-code=1", "--timeout=2", "--fallback=x", "--url=http://127.0.0.1:1",
     "http://127.0.0.1:1", "https://h", "'", '"', "a b", "--ready",
 ]  # fmt: skip
 

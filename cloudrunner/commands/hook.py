@@ -35,6 +35,7 @@ from cloudrunner.client import (
     endpoint_from,
     env_var,
     neutral_answer,
+    os_text,
     request,
 )
 
@@ -260,7 +261,10 @@ def hook_command(args: "HookOptions | argparse.Namespace") -> int:
     if sys.stdin.isatty():
         return usage_error("cloudrunner hook reads the event JSON on stdin; pipe it in")
     policy = _Policy(event, flag, env, endpoint, args.exit_code)
-    payload = policy.payload = sys.stdin.buffer.read()
+    try:
+        payload = policy.payload = sys.stdin.buffer.read()
+    except OSError as exc:  # a directory, a descriptor opened for writing only, ...
+        return usage_error(f"cannot read the event JSON on stdin ({os_text(exc)})")
     if args.in_process:
         return _in_process(payload, args, policy)
     problem: str

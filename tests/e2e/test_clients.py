@@ -214,10 +214,15 @@ def test_a_10_mb_payload_is_refused_whole_not_cut(
 
 def test_a_closed_stdin_is_a_usage_error(served: tuple[Deployment, DaemonProcess]) -> None:
     _, daemon = served
-    outcome = run_both(["hook", "stop"], None, _env(daemon), closed_stdin=True)
+    outcome = run_both(["hook", "stop"], None, _env(daemon), stdin="closed")
     assert outcome.code == 64
     assert outcome.lines == [
         "cloudrunner: error: cloudrunner hook reads the event JSON on stdin, and stdin is closed"
+    ]
+    unreadable = run_both(["hook", "stop"], None, _env(daemon), stdin="write-only")
+    assert unreadable.code == 64
+    assert unreadable.lines == [
+        "cloudrunner: error: cannot read the event JSON on stdin (bad file descriptor)"
     ]
 
 

@@ -55,14 +55,17 @@ def run_one(
     payload: bytes | None,
     env: dict[str, str],
     *,
-    closed_stdin: bool = False,
+    stdin: str = "pipe",
 ) -> Outcome:
-    """One client process: `payload` on stdin (None: an empty stdin; closed_stdin: no
-    descriptor 0 at all, as an agent that closed it before starting the client)."""
+    """One client process: `payload` on stdin (None: an empty stdin); or stdin "closed" (no
+    descriptor 0 at all, as an agent that closed it before starting the client), or a
+    "write-only" (a descriptor open for writing only: it cannot be read)."""
     keep = {k: v for k, v in os.environ.items() if not k.startswith("CLOUDRUNNER_")}
     argv = [str(CLIENTS[client]), *args]
-    if closed_stdin:
+    if stdin == "closed":
         argv = ["sh", "-c", 'exec "$0" "$@" <&-', *argv]
+    if stdin == "write-only":
+        argv = ["sh", "-c", 'exec "$0" "$@" 0>/dev/null', *argv]
     proc = subprocess.run(
         argv, input=payload or b"", capture_output=True, env={**keep, **env}, timeout=300,
         check=False,
@@ -75,11 +78,11 @@ def run_both(
     payload: bytes | None,
     env: dict[str, str] | None = None,
     *,
-    closed_stdin: bool = False,
+    stdin: str = "pipe",
 ) -> Outcome:
     """Both clients on the same input; any difference in exit code, stdout or stderr fails."""
-    python = run_one("python", args, payload, env or {}, closed_stdin=closed_stdin)
-    compiled = run_one("compiled", args, payload, env or {}, closed_stdin=closed_stdin)
+    python = run_one("python", args, payload, env or {}, stdin=stdin)
+    compiled = run_one("compiled", args, payload, env or {}, stdin=stdin)
     assert compiled == python, (
         f"the clients differ on {list(args)}:\n python:   {python}\n compiled: {compiled}"
     )

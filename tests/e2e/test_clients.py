@@ -6,6 +6,8 @@ stdout or stderr between them fails the test (tests/support/two_clients.py)."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -23,6 +25,7 @@ from tests.e2e.conftest import Deployment, make_deployment
 from tests.support.daemon_process import DaemonProcess, daemon_process
 from tests.support.docker_tracking import DockerTracker
 from tests.support.two_clients import (
+    CLIENTS,
     Outcome,
     fake_daemon,
     http_answer,
@@ -524,3 +527,33 @@ def test_any_command_line_gets_the_same_outcome_from_both(
         env = {"CLOUDRUNNER_SOCKET": f"{directory}/cloudrunner.sock",
                "CLOUDRUNNER_FAIL_CLOSED": fail}  # fmt: skip
         run_both([command, *words], b"{}", env)
+
+
+def test_the_compiled_client_without_python_answers_by_policy(tmp_path: Path) -> None:
+    """Only `cloudrunner-hook`: on a VM without the Python package, `--fallback in-process`
+    has nothing to run; the fail policy answers, the spool records it, stderr says why."""
+    alone = tmp_path / "bin" / "cloudrunner-hook"
+    alone.parent.mkdir()
+    shutil.copy2(CLIENTS["compiled"], alone)
+    sock = tmp_path / "cloudrunner.sock"
+    proc = subprocess.run(
+        [str(alone), "hook", "preToolUse", "--fallback", "in-process", "--fail-closed",
+         "--socket", str(sock)],
+        input=b"{}", capture_output=True, env={"PATH": str(alone.parent)}, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["permission"] == "deny"
+    lines = proc.stderr.decode().splitlines()
+    assert lines[0] == (
+        f"cloudrunner: no daemon answers on unix:{sock} (the socket does not exist); "
+        "running the event in process"
+    )
+    assert lines[1] == (
+        "cloudrunner: --fallback in-process needs the Python cloudrunner command, which is not "
+        "installed beside cloudrunner-hook or on PATH; blocking (fail-closed)"
+    )
+    (record,) = [json.loads(x) for x in (tmp_path / "fallback.spool").read_text().splitlines()]
+    assert (record["client"], record["outcome"], record["decided_by"]) == (
+        "cloudrunner-hook", "blocked", "flag"
+    )  # fmt: skip

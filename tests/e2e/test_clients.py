@@ -422,9 +422,9 @@ def test_a_full_spool_is_said_and_the_answer_still_given(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("env", "problem"),
     [
-        ({"CLOUDRUNNER_SOCKET": "/tmp/" + "a" * 120 + ".sock"},
+        ({"CLOUDRUNNER_SOCKET": "{tmp}/" + "a" * 120 + ".sock"},
          "the socket path is longer than 107 bytes"),
-        ({"CLOUDRUNNER_SOCKET": "{tmp}"}, "connection refused"),
+        ({"CLOUDRUNNER_SOCKET": "{tmp}/dir"}, "connection refused"),
         ({"CLOUDRUNNER_SOCKET": "{tmp}/file"}, "connection refused"),
         ({"CLOUDRUNNER_SOCKET": "relative.sock"}, "the socket does not exist"),
         ({"CLOUDRUNNER_URL": "http://[::1]:1"}, "connection refused"),
@@ -437,11 +437,14 @@ def test_endpoints_that_answer_nothing_are_said_alike(
     tmp_path: Path, env: dict[str, str], problem: str
 ) -> None:
     (tmp_path / "file").write_text("not a socket")
+    (tmp_path / "dir").mkdir()
     filled = {k: v.replace("{tmp}", str(tmp_path)) for k, v in env.items()}
-    outcome = run_both(["hook", "preToolUse"], b"{}", filled)
+    outcome = run_both(["hook", "preToolUse"], b"{}", filled, cwd=tmp_path)  # relative paths
     assert outcome.code == 0 and _answer(outcome) == {"permission": "allow"}
     assert outcome.lines[0].startswith("cloudrunner: no daemon answers on ")
     assert f"({problem}); letting the event through (fail-open)" in outcome.lines[0]
+    if "CLOUDRUNNER_SOCKET" in filled or "CLOUDRUNNER_STATE_DIR" in filled:
+        assert (tmp_path / "fallback.spool").exists()  # the run directory holds the spool
 
 
 # --------------------------------------------------------------------------- usage errors
@@ -526,7 +529,7 @@ def test_any_command_line_gets_the_same_outcome_from_both(
     with tempfile.TemporaryDirectory() as directory:
         env = {"CLOUDRUNNER_SOCKET": f"{directory}/cloudrunner.sock",
                "CLOUDRUNNER_FAIL_CLOSED": fail}  # fmt: skip
-        run_both([command, *words], b"{}", env)
+        run_both([command, *words], b"{}", env, cwd=Path(directory))  # relative --socket
 
 
 def test_the_compiled_client_without_python_answers_by_policy(tmp_path: Path) -> None:

@@ -56,6 +56,7 @@ def run_one(
     env: dict[str, str],
     *,
     stdin: str = "pipe",
+    cwd: Path | None = None,
 ) -> Outcome:
     """One client process: `payload` on stdin (None: an empty stdin); or stdin "closed" (no
     descriptor 0 at all, as an agent that closed it before starting the client), or a
@@ -68,7 +69,7 @@ def run_one(
         argv = ["sh", "-c", 'exec "$0" "$@" 0>/dev/null', *argv]
     proc = subprocess.run(
         argv, input=payload or b"", capture_output=True, env={**keep, **env}, timeout=300,
-        check=False,
+        check=False, cwd=cwd,
     )  # fmt: skip
     return Outcome(proc.returncode, proc.stdout, proc.stderr.decode(errors="replace"))
 
@@ -79,10 +80,11 @@ def run_both(
     env: dict[str, str] | None = None,
     *,
     stdin: str = "pipe",
+    cwd: Path | None = None,
 ) -> Outcome:
     """Both clients on the same input; any difference in exit code, stdout or stderr fails."""
-    python = run_one("python", args, payload, env or {}, stdin=stdin)
-    compiled = run_one("compiled", args, payload, env or {}, stdin=stdin)
+    python = run_one("python", args, payload, env or {}, stdin=stdin, cwd=cwd)
+    compiled = run_one("compiled", args, payload, env or {}, stdin=stdin, cwd=cwd)
     assert compiled == python, (
         f"the clients differ on {list(args)}:\n python:   {python}\n compiled: {compiled}"
     )

@@ -211,11 +211,7 @@ func (o *options) set(name, value string) error {
 		o.fallback = value
 	case "--timeout":
 		seconds, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if o.command == "health" {
-			if err != nil {
-				return usageError{fmt.Sprintf("argument --timeout: invalid float value: %s", pyRepr(value))}
-			}
-		} else if err != nil || math.IsNaN(seconds) || !(seconds > 0 && seconds < 1e9) {
+		if err != nil || math.IsNaN(seconds) || !(seconds > 0 && seconds < 1e9) {
 			return usageError{fmt.Sprintf("argument --timeout: %s is not a number of seconds above 0",
 				pyRepr(value))}
 		}

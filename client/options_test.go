@@ -38,7 +38,7 @@ func TestParseArgsSaysWhatArgparseSays(t *testing.T) {
 		"hook -- -- stop":                      "unrecognized arguments: stop",
 		"hook stop --exit-code --":             "unrecognized arguments: --",
 		"health -- x":                          "unrecognized arguments: -- x",
-		"health --timeout x":                   "argument --timeout: invalid float value: 'x'",
+		"health --timeout -1":                  "argument --timeout: '-1' is not a number of seconds above 0",
 		"serve":                                "argument command: invalid choice: 'serve' (choose from 'hook', 'health')",
 	}
 	for line, want := range cases {

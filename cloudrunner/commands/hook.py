@@ -176,12 +176,13 @@ def add_hook_arguments(parser: "argparse.ArgumentParser") -> None:
     )
     parser.add_argument("--config", metavar="FILE", help="settings file for --fallback in-process")
     parser.add_argument(
-        "--timeout", type=_timeout, default=600.0, metavar="SECONDS",
+        "--timeout", type=seconds_above_zero, default=600.0, metavar="SECONDS",
         help="how long to wait for the answer (default 600)",
     )  # fmt: skip
 
 
-def _timeout(text: str) -> float:
+def seconds_above_zero(text: str) -> float:
+    """--timeout's value: a number of seconds above 0 (both clients say the same)."""
     import argparse
 
     try:

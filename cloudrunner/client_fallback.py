@@ -12,7 +12,7 @@ import json
 import os
 import time
 
-from cloudrunner.client import Endpoint, env_var
+from cloudrunner.client import Endpoint, env_var, os_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def decide(
         decision.notes.append(f"cloudrunner: no fail policy was published at {path}; failing open")
         return decision
     except OSError as exc:
-        return _unusable(path, os_reason(exc))
+        return _unusable(path, os_text(exc))
     try:
         data = json.loads(raw)
     except ValueError:
@@ -109,12 +109,6 @@ def _unusable(path: str, why: str) -> Decision:
         f"cloudrunner: the fail policy {path} is not usable ({why}); failing open"
     )
     return decision
-
-
-def os_reason(exc: OSError) -> str:
-    """The error's text as the compiled client gives it (lower case, no errno number)."""
-    text = exc.strerror or type(exc).__name__
-    return text[:1].lower() + text[1:]
 
 
 # --------------------------------------------------------------------------- spool
@@ -182,7 +176,7 @@ def append_spool(directory: "str | None", line: bytes) -> "str | None":
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     except OSError as exc:
-        return f"cloudrunner: cannot write the fallback spool {path} ({os_reason(exc)}); this event is not recorded"  # noqa: E501
+        return f"cloudrunner: cannot write the fallback spool {path} ({os_text(exc)}); this event is not recorded"  # noqa: E501
     try:
         if os.fstat(fd).st_size + len(line) > SPOOL_MAX_BYTES:
             return (
@@ -193,7 +187,7 @@ def append_spool(directory: "str | None", line: bytes) -> "str | None":
         if written != len(line):
             return f"cloudrunner: cannot write the fallback spool {path} (short write); this event is not recorded"  # noqa: E501
     except OSError as exc:
-        return f"cloudrunner: cannot write the fallback spool {path} ({os_reason(exc)}); this event is not recorded"  # noqa: E501
+        return f"cloudrunner: cannot write the fallback spool {path} ({os_text(exc)}); this event is not recorded"  # noqa: E501
     finally:
         os.close(fd)
     return None

@@ -29,11 +29,13 @@ from cloudrunner.client import (
     HttpReply,
     Unreachable,
     UsageError,
+    bad_event_name,
     blocked_answer,
     blocks,
     endpoint_from,
     env_var,
     neutral_answer,
+    os_text,
     request,
 )
 
@@ -41,7 +43,7 @@ TYPE_CHECKING = False  # typing itself costs ~10 ms to import; mypy honours this
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
-    from typing import NoReturn
+    from typing import Any, NoReturn
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -100,11 +102,11 @@ def fast_hook_options(words: "Sequence[str]") -> "HookOptions | None":
         if name in _VALUE_FLAGS:
             if eq:
                 value = inline
-            elif index + 1 < len(words):
+            elif index + 1 < len(words) and not words[index + 1].startswith("-"):
                 index += 1
                 value = words[index]
             else:
-                return None
+                return None  # argparse says what is missing (or takes a negative number)
             if name == "--timeout":
                 try:
                     options.timeout = float(value)
@@ -174,12 +176,13 @@ def add_hook_arguments(parser: "argparse.ArgumentParser") -> None:
     )
     parser.add_argument("--config", metavar="FILE", help="settings file for --fallback in-process")
     parser.add_argument(
-        "--timeout", type=_timeout, default=600.0, metavar="SECONDS",
+        "--timeout", type=seconds_above_zero, default=600.0, metavar="SECONDS",
         help="how long to wait for the answer (default 600)",
     )  # fmt: skip
 
 
-def _timeout(text: str) -> float:
+def seconds_above_zero(text: str) -> float:
+    """--timeout's value: a number of seconds above 0 (both clients say the same)."""
     import argparse
 
     try:
@@ -240,6 +243,11 @@ def _env_fail_closed() -> "bool | None":
 
 def hook_command(args: "HookOptions | argparse.Namespace") -> int:
     event: str = args.event
+    if bad_event_name(event):
+        return usage_error(
+            f"EVENT {event!r} is not a hook event name (ASCII letters and digits, "
+            "like beforeShellExecution)"
+        )
     flag = True if args.fail_closed else False if args.fail_open else None
     fallback = args.fallback or env_var("CLOUDRUNNER_FALLBACK") or "none"
     if fallback not in ("none", "in-process"):
@@ -254,7 +262,10 @@ def hook_command(args: "HookOptions | argparse.Namespace") -> int:
     if sys.stdin.isatty():
         return usage_error("cloudrunner hook reads the event JSON on stdin; pipe it in")
     policy = _Policy(event, flag, env, endpoint, args.exit_code)
-    payload = policy.payload = sys.stdin.buffer.read()
+    try:
+        payload = policy.payload = sys.stdin.buffer.read()
+    except OSError as exc:  # a directory, a descriptor opened for writing only, ...
+        return usage_error(f"cannot read the event JSON on stdin ({os_text(exc)})")
     if args.in_process:
         return _in_process(payload, args, policy)
     problem: str
@@ -307,12 +318,14 @@ def _error_of(reply: HttpReply) -> tuple[str, str]:
     import json
 
     try:
-        data = json.loads(reply.body)
-        error = data["error"]
-        return str(error["code"]), str(error["message"])
-    except (ValueError, KeyError, TypeError):
-        text = reply.body.decode(errors="replace").strip()[:200]
-        return "http-" + str(reply.status), f"HTTP {reply.status}: {text}"
+        error = json.loads(reply.body)["error"]
+        code, message = error["code"], error["message"]
+    except (ValueError, KeyError, TypeError, IndexError, RecursionError):
+        code = message = None
+    if isinstance(code, str) and isinstance(message, str):
+        return code, message
+    text = reply.body.decode(errors="replace").strip()[:200]
+    return "http-" + str(reply.status), f"HTTP {reply.status}: {text}"
 
 
 def _by_policy(policy: _Policy, problem: str, *, spool: bool) -> int:
@@ -383,6 +396,10 @@ def _usage_parser() -> "type[argparse.ArgumentParser]":
     import argparse
 
     class UsageParser(argparse.ArgumentParser):
+        def __init__(self, *args: "Any", **kwargs: "Any") -> None:
+            kwargs.setdefault("allow_abbrev", False)  # --exit is no --exit-code in either
+            super().__init__(*args, **kwargs)
+
         def error(self, message: str) -> "NoReturn":
             print(f"cloudrunner: error: {message}", file=sys.stderr)
             raise SystemExit(64)

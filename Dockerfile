@@ -15,6 +15,12 @@
 # dependencies and the build backend), because HTTPS to PyPI fails inside containers here.
 # The image has no Docker CLI: the worker talks to the engine through the docker SDK, over
 # a mounted socket (deploy/compose.yaml) or a Docker-in-Docker sidecar (deploy/kubernetes/).
+#
+# The compiled per-event client, cloudrunner-hook, is built on the host (Go, static, no Go
+# in the image) and copied in from build/cloudrunner-hook: scripts/build-worker-image runs
+# `bash client/build --host build/cloudrunner-hook` first; for a plain `docker build`, run
+# that yourself (for another architecture, copy client/dist/cloudrunner-hook-linux-ARCH
+# there after `bash client/build`).
 ARG BASE_IMAGE=python:3.11-slim-bookworm
 
 # ---------------------------------------------------------------------------- build
@@ -61,6 +67,7 @@ RUN packages="git ca-certificates openssh-client tini"; \
  && install -d -m 0755 /etc/cloudrunner /etc/cursor
 
 COPY --from=build /opt/cloudrunner /opt/cloudrunner
+COPY build/cloudrunner-hook /opt/cloudrunner/bin/cloudrunner-hook
 COPY images/ /opt/cloudrunner/images/
 ENV PATH=/opt/cloudrunner/bin:$PATH \
     CLOUDRUNNER_IMAGES_DIR=/opt/cloudrunner/images \
@@ -74,11 +81,12 @@ LABEL org.opencontainers.image.title="cloudrunner worker" \
 USER 10010:10010
 WORKDIR /var/lib/cloudrunner
 
-# Answers while the process serves; `cloudrunner health --ready` also checks the engine.
+# Answers while the process serves (the compiled client: no Python start every 30 s);
+# `cloudrunner-hook health --ready` also checks the engine.
 # The socket is $CLOUDRUNNER_SOCKET or $CLOUDRUNNER_STATE_DIR/cloudrunner.sock, so set the
 # state directory through the environment, not only in a settings file.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-  CMD ["cloudrunner", "health"]
+  CMD ["cloudrunner-hook", "health"]
 
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/bin/tini", "--", "cloudrunner", "serve"]

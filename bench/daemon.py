@@ -22,6 +22,14 @@ def cloudrunner_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "cloudrunner"]
 
 
+def compiled_client() -> Path:
+    """The compiled per-event client next to this interpreter (scripts/setup builds it)."""
+    binary = Path(sys.executable).with_name("cloudrunner-hook")
+    if not binary.exists():
+        raise RuntimeError(f"{binary} is missing; run `bash scripts/setup` to build it")
+    return binary
+
+
 class DaemonProcess:
     """A running daemon for one scene; `close()` stops it with SIGTERM (drain) and waits."""
 

@@ -66,11 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             net.connect(server, aliases=["allowed.test"])
             server.start()
-            internal = proxy.ensure(
-                {"project": EgressRules(policy="allowlist", domains=("allowed.test",))}
-            )
-            issuer = CredentialIssuer(proxy.key())
-            env = issuer.environment(RunAttribution("project", "bench", "c", "g", "h", "curl"))
+            proxy.ensure({"project": EgressRules(policy="allowlist", domains=("allowed.test",))})
+            internal, subnets = proxy.sandbox_network("bench", "project")
+            issuer = CredentialIssuer(proxy.key(), proxy.book)
+            attribution = RunAttribution("project", "bench", "c", "g", "h", "curl", "bench")
+            user = issuer.issue(attribution, network=internal, subnets=subnets, lifetime_s=3600)
+            env = issuer.environment(user)
             _times(client, name, {}, 3)  # warm both paths once
             _times(client, internal, env, 3)
             direct = _times(client, name, {}, args.requests)

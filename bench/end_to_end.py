@@ -1,7 +1,8 @@
-"""Part 2: one event end to end, as an agent VM sees it: the per-event `cloudrunner hook`
-client process with the daemon up, and `cloudrunner run` (a process that does everything in
-process: settings, workspace, a session container started and removed, the hook, audit).
-The daemon's HTTP request made from this process shows what the client's start-up adds."""
+"""Part 2: one event end to end, as an agent VM sees it: the per-event client process with
+the daemon up (the Python `cloudrunner hook` and the compiled `cloudrunner-hook`), and
+`cloudrunner run` (a process that does everything in process: settings, workspace, a
+session container started and removed, the hook, audit). The daemon's HTTP request made
+from this process shows what the client's start-up adds."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import sys
 from functools import partial
 
 from bench.cases import CAT, EVENT
-from bench.daemon import DaemonProcess, cloudrunner_command, hook_env
+from bench.daemon import DaemonProcess, cloudrunner_command, compiled_client, hook_env
 from bench.fixtures import Scene
 from bench.in_process import event
 from bench.measure import time_calls, time_interleaved
@@ -30,6 +31,7 @@ def _check(stdout: bytes, what: str) -> None:
 
 #: the row modes of part 2's interleaved measurement (the summary and targets read them)
 CLIENT = "hook client, daemon up"
+COMPILED = "compiled client, daemon up"
 CLIENT_IS = "hook client, python -IS"
 DIRECT = "hook client, no console script"
 INTERPRETER = "python start-up only"
@@ -61,6 +63,7 @@ def measure_daemon(
               "import sys; from cloudrunner.cli import main; sys.exit(main(sys.argv[1:]))",
               "hook", EVENT]  # fmt: skip
     interpreter = [sys.executable, "-I", "-S", "-c", "pass"]
+    compiled = [str(compiled_client()), "hook", EVENT]
 
     def client(command: list[str]) -> None:
         proc = subprocess.run(command, input=payload, capture_output=True, env=env, check=False)
@@ -99,11 +102,12 @@ def measure_daemon(
 
     try:
         samples = time_interleaved(
-            "part 2: client, client -IS, client -I -c, interpreter, daemon request, bare cat, "
-            "fdatasync",
+            "part 2: client, compiled client, client -IS, client -I -c, interpreter, daemon "
+            "request, bare cat, fdatasync",
             client_iterations,
             {
                 CLIENT: partial(client, argv),
+                COMPILED: partial(client, compiled),
                 CLIENT_IS: partial(client, isolated),
                 DIRECT: partial(client, direct),
                 INTERPRETER: interpreter_only,
@@ -120,6 +124,7 @@ def measure_daemon(
         (scene.state / "bench-fdatasync").unlink(missing_ok=True)
     notes = {
         CLIENT: "`cloudrunner hook` as installed: process start + unix socket + warm session",
+        COMPILED: "`cloudrunner-hook hook` (Go, static): process start + socket + warm session",
         CLIENT_IS: "the same launcher as `python3 -IS cloudrunner hook` (no site)",
         DIRECT: "python -I -c 'from cloudrunner.cli import main; ...'",
         INTERPRETER: "the floor of any Python client: `python -I -S -c pass`",

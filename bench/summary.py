@@ -52,6 +52,14 @@ def figures(report: Report) -> dict[str, Any]:
         if request is not None:
             # What the client process itself adds to the daemon's answer, over the floor.
             out[f"{key}_own_over_interpreter_ms"] = c - request.summary.p50 - i
+    compiled = _row(report, "end_to_end", end_to_end.COMPILED)
+    if compiled is not None:
+        out["compiled_p50_ms"] = compiled.summary.p50
+        if request is not None:
+            # What the compiled client's process adds to the daemon's answer made in process.
+            out["compiled_over_request_ms"] = compiled.summary.p50 - request.summary.p50
+        if bare is not None:
+            out["compiled_x_bare"] = compiled.summary.p50 / bare.summary.p50
     if interpreter is not None:
         out["interpreter_p50_ms"] = interpreter.summary.p50
     bare_rate = 1000.0 / bare.summary.p50 if bare is not None else None
@@ -104,6 +112,21 @@ def render(found: dict[str, Any]) -> list[str]:
             f"{found[f'{key}_x_interpreter']:.2f}x `python3 -I -S -c pass` "
             f"({found['interpreter_p50_ms']:.2f} ms), {found[f'{key}_over_interpreter_ms']:+.2f} ms"
             + (f"; without the daemon's answer {own:+.2f} ms" if own is not None else "")
+        )
+    if "compiled_p50_ms" in found:
+        lines.append(
+            f"  `cloudrunner-hook` (compiled): {found['compiled_p50_ms']:.2f} ms p50"
+            + (
+                f", {found['compiled_over_request_ms']:+.2f} ms over the daemon HTTP request "
+                "made from the bench"
+                if "compiled_over_request_ms" in found
+                else ""
+            )
+            + (
+                f", {found['compiled_x_bare']:.2f}x the bare `sh -c cat` end to end"
+                if "compiled_x_bare" in found
+                else ""
+            )
         )
     for n in (1, 4, 8, 32):
         if f"events_per_s_{n}" not in found:

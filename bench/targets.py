@@ -96,6 +96,15 @@ def evaluate(report: Report) -> list[dict[str, Any]]:
         value = float(row.extra["events_per_s"])
         return value >= 400, f"{value:.0f} events/s"
 
+    def at_most(key: str, limit: float, text: str) -> Callable[[], tuple[bool, str] | None]:
+        """A target on one figure of `bench.summary`: met when it is at most `limit`."""
+
+        def check() -> tuple[bool, str] | None:
+            found = figures(report)
+            return None if key not in found else (found[key] <= limit, text.format(found[key]))
+
+        return check
+
     target(
         "session mode, trivial hook: <= 3 ms over bare at p50, <= 10 ms at p99", session_overhead
     )
@@ -106,6 +115,15 @@ def evaluate(report: Report) -> list[dict[str, Any]]:
     )
     target("`cloudrunner hook` p50 within 2 ms of `python3 -I -S -c pass` (issue 17)", client_floor)
     target(">= 400 trivial events/s over 8 concurrent sessions (issue 17)", rate400)
+    target(
+        "`cloudrunner-hook` at most 1 ms p50 over the daemon HTTP request (issue 24)",
+        at_most("compiled_over_request_ms", 1, "{:+.2f} ms p50 over the daemon HTTP request"),
+    )
+    target(
+        "a trivial warm hook through `cloudrunner-hook` at most 3x bare `sh -c cat` at p50 "
+        "(issue 24)",
+        at_most("compiled_x_bare", 3, "{:.2f}x bare at p50"),
+    )
     target("hook mode within 1.2x of a plain docker run (p50)", hook_vs_docker)
     target("per-event client under 25 ms p50 with the daemon up", client)
     target(">= 300 trivial events/s over 8 concurrent sessions", rate)

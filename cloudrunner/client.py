@@ -69,8 +69,18 @@ class HttpReply:
         self.body = body
 
 
+#: the longest unix socket path the kernel takes (sun_path holds 108 bytes with its NUL)
+SOCKET_PATH_MAX_BYTES = 107
+
+
+class SocketPathTooLong(OSError):
+    pass
+
+
 def _connect(endpoint: Endpoint, timeout_s: float) -> _socket.socket:
     if endpoint.socket_path is not None:
+        if len(endpoint.socket_path.encode("utf-8", "surrogateescape")) > SOCKET_PATH_MAX_BYTES:
+            raise SocketPathTooLong()
         # A full listen backlog answers EAGAIN on a unix socket: wait a little and retry.
         for attempt in range(50):
             sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -159,23 +169,31 @@ def request(
 
 
 def _parse(raw: bytes, endpoint: Endpoint) -> HttpReply:
+    if raw and not b"HTTP/".startswith(raw[:5]):
+        raise ValueError(f"{endpoint.describe()} does not speak HTTP")
     head, sep, rest = raw.partition(b"\r\n\r\n")
     if not sep:
         raise Unreachable(f"the daemon on {endpoint.describe()} closed without an answer")
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)
     if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
-        raise ValueError(f"{endpoint.describe()} does not speak HTTP: {lines[0][:80]!r}")
+        raise ValueError(f"{endpoint.describe()} does not speak HTTP")
     headers: dict[str, str] = {}
     for line in lines[1:]:
         name, _, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
     length = headers.get("content-length", "")
+    if length.isdigit() and len(rest) < int(length):
+        raise Unreachable(
+            f"the daemon on {endpoint.describe()} dropped the connection (the answer was cut short)"
+        )
     body = rest[: int(length)] if length.isdigit() else rest
     return HttpReply(int(parts[1]), headers, body)
 
 
 def _os_reason(exc: OSError) -> str:
+    if isinstance(exc, SocketPathTooLong):
+        return f"the socket path is longer than {SOCKET_PATH_MAX_BYTES} bytes"
     if isinstance(exc, FileNotFoundError):
         return "the socket does not exist"
     if isinstance(exc, ConnectionRefusedError):
@@ -184,7 +202,18 @@ def _os_reason(exc: OSError) -> str:
         return "timed out"
     if isinstance(exc, PermissionError):
         return "permission denied on the socket"
-    return exc.strerror or type(exc).__name__
+    return os_text(exc)
+
+
+def os_text(exc: OSError) -> str:
+    """The error's text in lower case, no errno number (as the compiled client says it)."""
+    text = exc.strerror or type(exc).__name__
+    return text[:1].lower() + text[1:]
+
+
+def bad_event_name(event: str) -> bool:
+    """Event names are ASCII letters and digits (they go into the request's path)."""
+    return not (0 < len(event) <= 64 and event.isascii() and event.isalnum())
 
 
 # --------------------------------------------------------------------------- endpoint
@@ -219,12 +248,20 @@ def endpoint_from(
             try:
                 with open(token_file, encoding="utf-8") as handle:
                     token = handle.read().strip()
-            except (OSError, UnicodeDecodeError) as exc:
-                raise UsageError(f"cannot read the token file {token_file}: {exc}") from None
+            except OSError as exc:
+                raise UsageError(
+                    f"cannot read the token file {token_file} ({os_text(exc)})"
+                ) from None
+            except UnicodeDecodeError:
+                raise UsageError(
+                    f"cannot read the token file {token_file} (it is not UTF-8 text)"
+                ) from None
         try:
-            port = parts.port or 80
+            port = 80 if parts.port is None else parts.port
         except ValueError:
-            raise UsageError(f"--url {url!r} has a bad port") from None
+            port = 0
+        if not port:
+            raise UsageError(f"--url {url!r} has a bad port")
         return Endpoint(None, parts.hostname, port, token)
     path = socket_flag or env_var("CLOUDRUNNER_SOCKET")
     if not path:

@@ -3,9 +3,10 @@
 On a cloud agent's VM a hook's `~` is writable and outlives the event: hooks keep memory,
 caches and tool settings there. Here each (workspace, source) gets such a directory,
 `<home_root>/<digest of the workspace's real path>/<source>`, owned by the hook uid (mode
-0700) and mounted read-write at its own path in that source's sandboxes; `HOME` points at
-it. Sources and workspaces never share one: enterprise hooks cannot read what project
-hooks keep, and two checkouts do not mix.
+0700) and mounted read-write at `/home/hook` in that source's sandboxes (`HOOK_HOME`, a
+neutral path as on a VM: its path here would tell every hook where the worker keeps its
+state); `HOME` points there. Sources and workspaces never share one: enterprise hooks
+cannot read what project hooks keep, and two checkouts do not mix.
 
 Its `.gitconfig` is written when missing (never overwritten: a hook may change it, as on a
 VM): `safe.directory` for the workspace and its repository's top level (the checkout may

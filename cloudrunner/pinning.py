@@ -2,36 +2,61 @@
 
 An operator who wants only reviewed project hooks to run lists their digests in
 `sources.project_digests`; project hooks whose digest is not listed do not load. The digest
-covers the hooks file and every file inside the repository that one of its command hooks
-names (a script run by path, or a file given to an interpreter: `python3
-.cursor/hooks/x.py`, `"$CURSOR_PROJECT_DIR"/hooks/x.sh`), with its executable bit, so
-changing a script (or its mode) invalidates an approval as surely as changing the hooks
-file. Files a script reads or imports by itself are not covered: pin what the commands name.
+covers, each with its executable bit:
 
-`cloudrunner hooks digest [DIR]` prints the digest to approve and what it covers.
+- the hooks file;
+- every file inside the repository that a word of one of its command hooks names, as the
+  shell reads the command (`shell_syntax`): a script run by path, a file given to an
+  interpreter or named by a redirection, in any simple command of a list, pipeline,
+  subshell or `&&`/`||` chain, relative to the repository, after `$CURSOR_PROJECT_DIR`, or
+  as an absolute path inside the checkout;
+- every file under the hook directories (`HOOK_DIRECTORIES`, `.cursor/hooks/`), so a
+  script that sources or imports a sibling is covered too (a symbolic link there is covered
+  by where it points, and never followed out of the repository);
+- every file matching the operator's `sources.project_digest_paths` globs.
+
+So changing a script (or its mode) invalidates an approval as surely as changing the hooks
+file. What the digest cannot see is reported (`HooksDigest.unseen`): a command built at run
+time, a variable other than the workspace ones, a line the parser cannot read.
+
+`cloudrunner hooks digest [DIR]` prints the digest to approve; `--files` lists what it covers
+and what it cannot see. The recipe's version is part of what is hashed: version 2 (this
+one) gives other digests than version 1 (the hooks file and the files named by a
+blank-split command), so approvals of version 1 must be taken again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shlex
+import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cloudrunner import shell_syntax
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.protocol.claude_config import parse_claude_settings
 from cloudrunner.protocol.config import parse_hooks_file
+from cloudrunner.repo_files import RepoFileRefused, inside, open_inside
 
 DIGEST_PREFIX = "sha256:"
-#: the recipe's version, part of what is hashed: a future change of what is covered gives
-#: new digests instead of silently matching old approvals
-_RECIPE = b"cloudrunner-project-hooks-digest-v1\n"
+DIGEST_VERSION = 2
+#: the recipe's version, part of what is hashed: a change of what is covered gives new
+#: digests instead of silently matching old approvals
+_RECIPE = f"cloudrunner-project-hooks-digest-v{DIGEST_VERSION}\n".encode()
+#: every file under these (relative to the repository) is covered
+HOOK_DIRECTORIES = (".cursor/hooks",)
 #: a script bigger than this is refused rather than hashed on every event
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024
-_PROJECT_VARIABLES = ("$CURSOR_PROJECT_DIR", "${CURSOR_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR",
-                      "${CLAUDE_PROJECT_DIR}")  # fmt: skip
+#: a digest covering more files than this is refused (a glob that matches a whole tree)
+MAX_COVERED_FILES = 10_000
+_PROJECT_PREFIXES = tuple(
+    form
+    for name in sorted(shell_syntax.WORKSPACE_VARIABLES)
+    for form in (f"${name}", f"${{{name}}}")
+)
 
 
 class DigestError(CloudrunnerError):
@@ -44,62 +69,81 @@ class CoveredFile:
     path: str
     sha256: str
     executable: bool
+    #: a symbolic link's target (covered by its text, never followed)
+    link: str | None = None
 
 
 @dataclass(frozen=True)
 class HooksDigest:
     digest: str
     files: tuple[CoveredFile, ...]
+    #: what the digest cannot see (a command built at run time, an unparsable line)
+    unseen: tuple[str, ...] = ()
 
     def render(self) -> str:
-        lines = [self.digest]
-        lines += [
-            f"  {f.sha256[:16]}  {'x' if f.executable else '-'}  {f.path}" for f in self.files
-        ]
+        lines = [self.digest, f"covers (digest version {DIGEST_VERSION}):"]
+        for f in self.files:
+            shown = f"{f.path} -> {f.link} (the link itself)" if f.link is not None else f.path
+            lines.append(f"  {f.sha256[:16]}  {'x' if f.executable else '-'}  {shown}")
+        if self.unseen:
+            lines.append("cannot see (review these by hand; the digest does not cover them):")
+            lines += [f"  {note}" for note in self.unseen]
         return "\n".join(lines)
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def _words(command: str) -> list[str]:
-    try:
-        return shlex.split(command, comments=True)
-    except ValueError:  # unbalanced quotes: fall back to whitespace, the sh would fail anyway
-        return command.split()
-
-
-def named_files(command: str, root: Path) -> list[str]:
-    """The repository files a command names, as paths relative to `root` (resolved real
-    paths, inside it; what resolves outside is not the repository's and is left out)."""
+def named_files(command: str, root: Path) -> tuple[list[str], list[str]]:
+    """(the repository files `command` names, as paths relative to `root`, resolved and
+    inside it; what the digest cannot see in it, one line each)."""
+    parsed = shell_syntax.parse(command)
     real_root = os.path.realpath(root)
     found: list[str] = []
-    for word in _words(command):
-        for variable in _PROJECT_VARIABLES:
-            if word.startswith(variable):
-                word = "." + word[len(variable) :]
-                break
-        if not word or word.startswith("-") or "://" in word or os.path.isabs(word):
-            continue
-        candidate = os.path.realpath(os.path.join(real_root, word))
-        if candidate == real_root or not _inside(candidate, real_root):
-            continue
-        if os.path.isfile(candidate):
-            found.append(os.path.relpath(candidate, real_root))
-    return found
+    for word in parsed.words:
+        for candidate in _candidates(word):
+            path = _resolve(candidate, real_root)
+            if path is not None:
+                found.append(path)
+    return found, list(parsed.unseen)
+
+
+def _candidates(word: str) -> list[str]:
+    """The paths a word may name: itself, and the value of an option (`--file=x`)."""
+    for prefix in _PROJECT_PREFIXES:
+        if word.startswith(prefix):
+            word = "." + word[len(prefix) :]
+            break
+    out = [word]
+    if word.startswith("-") and "=" in word:
+        out.append(word.split("=", 1)[1])
+    elif word.startswith("-"):
+        out = []
+    return [w for w in out if w and "://" not in w and "\0" not in w]
+
+
+def _resolve(word: str, real_root: str) -> str | None:
+    """`word` as a regular file inside the repository, relative to it, or None."""
+    candidate = os.path.realpath(os.path.join(real_root, word))
+    if candidate == real_root or not inside(candidate, real_root):
+        return None
+    try:
+        if not stat.S_ISREG(os.stat(candidate).st_mode):
+            return None
+    except (OSError, ValueError):
+        return None
+    return os.path.relpath(candidate, real_root)
 
 
 def _hash_file(root: Path, relative: str) -> CoveredFile:
     path = root / relative
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = open_inside(path, root)  # never opens a file outside the repository
+    except FileNotFoundError:
+        raise DigestError(f"{path} vanished while the hooks digest was taken") from None
+    except RepoFileRefused as exc:
+        raise DigestError(f"cannot cover {path} in the hooks digest: {exc.message}") from None
     except OSError as exc:
         raise DigestError(f"cannot read {path} for the hooks digest: {exc.strerror}") from None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise DigestError(f"{path} is not a regular file; the hooks digest covers files")
         if st.st_size > MAX_SCRIPT_BYTES:
             raise DigestError(
                 f"{path} is {st.st_size} bytes, over the {MAX_SCRIPT_BYTES}-byte limit of a "
@@ -113,10 +157,122 @@ def _hash_file(root: Path, relative: str) -> CoveredFile:
     return CoveredFile(relative, h.hexdigest(), bool(st.st_mode & stat.S_IXUSR))
 
 
-def compute(root: Path, hooks_bytes: bytes, hooks_file: str = ".cursor/hooks.json") -> HooksDigest:
+def _link(root: Path, relative: str) -> CoveredFile:
+    """A symbolic link, covered by where it points (its text), never followed."""
+    try:
+        target = os.readlink(root / relative)
+    except OSError as exc:
+        raise DigestError(f"cannot read the link {root / relative}: {exc.strerror}") from None
+    text = hashlib.sha256(b"symlink\0" + os.fsencode(target)).hexdigest()
+    return CoveredFile(relative, text, False, link=target)
+
+
+def _tree(root: Path, top: str, unseen: list[str]) -> Iterable[str]:
+    """Every entry under the repository directory `top` (relative), no link followed; a
+    symbolic link is listed itself. Nothing when `top` is absent; a `top` that is a link or
+    leads out of the repository is reported, not walked."""
+    real_root = os.path.realpath(root)
+    start = os.path.normpath(os.path.join(real_root, top))
+    if not os.path.lexists(start):
+        return
+    if os.path.islink(start) or not inside(os.path.realpath(start), real_root):
+        unseen.append(f"{top} is a symbolic link (or leads out of the repository): not walked")
+        return
+    if not os.path.isdir(start):
+        return
+    for directory, dirs, files in os.walk(start, followlinks=False):
+        dirs.sort()
+        links = [d for d in dirs if os.path.islink(os.path.join(directory, d))]
+        dirs[:] = [d for d in dirs if d not in links and d != ".git"]
+        for name in sorted([*files, *links]):
+            yield os.path.relpath(os.path.join(directory, name), real_root)
+
+
+def _pattern(glob: str) -> re.Pattern[str]:
+    """A repository glob as a regular expression: `*` and `?` stay within one directory,
+    `**` crosses directories."""
+    out = []
+    i = 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif glob[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif glob[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(glob[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def _literal_top(glob: str) -> str:
+    """The directory a glob's matches all lie under (its leading parts without a pattern)."""
+    parts = []
+    for part in glob.split("/")[:-1]:
+        if _has_magic(part):
+            break
+        parts.append(part)
+    return "/".join(parts) or "."
+
+
+def _has_magic(text: str) -> bool:
+    return any(c in text for c in "*?[")
+
+
+def check_glob(glob: str) -> str:
+    """A `sources.project_digest_paths` entry: relative, inside the repository."""
+    text = glob.strip()
+    parts = text.split("/")
+    if not text or text.startswith("/") or ".." in parts or "\0" in text:
+        raise ValueError(
+            f"{glob!r} is not a repository path: give a glob relative to the repository's "
+            "root, without `..` (e.g. `tools/hooks/**`)"
+        )
+    return text
+
+
+def _globbed(root: Path, globs: Sequence[str], unseen: list[str]) -> set[str]:
+    """The repository files the operator's globs match (a glob without a pattern names a
+    file, or a directory whose whole tree is covered)."""
+    found: set[str] = set()
+    for glob in globs:
+        text = glob.removeprefix("./").rstrip("/")
+        if not _has_magic(text):
+            text += "/**" if os.path.isdir(root / text) else ""
+        if not _has_magic(text):
+            named = _resolve(text, os.path.realpath(root))
+            if named is None:
+                unseen.append(f"{glob} (sources.project_digest_paths) names no file inside "
+                              "the repository")  # fmt: skip
+            else:
+                found.add(named)
+            continue
+        pattern = _pattern(text)
+        found.update(name for name in _tree(root, _literal_top(text), unseen)
+                     if pattern.match(name))  # fmt: skip
+    return found
+
+
+def compute(
+    root: Path,
+    hooks_bytes: bytes,
+    hooks_file: str = ".cursor/hooks.json",
+    *,
+    extra_paths: Sequence[str] = (),
+) -> HooksDigest:
     """The digest of a repository's project hooks, given the hooks file's bytes (the ones
-    the loader read, so a file swapped in between cannot be approved by accident)."""
-    parsed = parse_hooks_file(hooks_bytes, file=hooks_file)
+    the loader read, so a file swapped in between cannot be approved by accident);
+    `extra_paths`: the operator's globs of more files to cover."""
+    # A Claude Code settings file (`.claude/settings*.json`) is read in Claude's form.
+    parse = parse_claude_settings if hooks_file.startswith(".claude/") else parse_hooks_file
+    parsed = parse(hooks_bytes, file=hooks_file)
     commands: Iterable[str] = ()
     if parsed.config is not None:
         commands = [
@@ -125,15 +281,42 @@ def compute(root: Path, hooks_bytes: bytes, hooks_file: str = ".cursor/hooks.jso
             for entry in entries
             if entry.definition.type == "command" and entry.definition.command
         ]
-    relative = sorted({name for command in commands for name in named_files(command, root)})
-    covered = [
-        CoveredFile(hooks_file, hashlib.sha256(hooks_bytes).hexdigest(), False),
-        *(_hash_file(root, name) for name in relative if name != hooks_file),
-    ]
+    unseen: list[str] = []
+    named: set[str] = set()
+    for command in commands:
+        files, notes = named_files(command, root)
+        named.update(files)
+        unseen += [note for note in notes if note not in unseen]
+    entries: set[str] = set(named)
+    for directory in HOOK_DIRECTORIES:
+        entries.update(_tree(root, directory, unseen))
+    entries.update(_globbed(root, extra_paths, unseen))
+    entries.discard(hooks_file)
+    if len(entries) > MAX_COVERED_FILES:
+        raise DigestError(
+            f"the hooks digest would cover {len(entries)} files, over {MAX_COVERED_FILES}: "
+            "narrow sources.project_digest_paths"
+        )
+    covered = [CoveredFile(hooks_file, hashlib.sha256(hooks_bytes).hexdigest(), False)]
+    for name in sorted(entries):
+        covered.append(_entry(root, name, unseen))
     h = hashlib.sha256(_RECIPE)
     for f in covered:
         h.update(f"{f.path}\0{f.sha256}\0{int(f.executable)}\n".encode())
-    return HooksDigest(DIGEST_PREFIX + h.hexdigest(), tuple(covered))
+    return HooksDigest(DIGEST_PREFIX + h.hexdigest(), tuple(covered), tuple(unseen))
+
+
+def _entry(root: Path, name: str, unseen: list[str]) -> CoveredFile:
+    try:
+        st = os.lstat(root / name)
+    except OSError:
+        raise DigestError(f"{root / name} vanished while the hooks digest was taken") from None
+    if stat.S_ISLNK(st.st_mode):
+        return _link(root, name)
+    if not stat.S_ISREG(st.st_mode):
+        unseen.append(f"{name} is not a regular file: covered by its kind only")
+        return CoveredFile(name, hashlib.sha256(b"special\0%o" % st.st_mode).hexdigest(), False)
+    return _hash_file(root, name)
 
 
 def normalise(value: str) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cloudrunner.protocol import sandbox_causes
+from cloudrunner.protocol.claude_io import claude_stdin
 from cloudrunner.protocol.merge import run_tiers
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.plan import Plan, PlannedHook
@@ -147,7 +148,7 @@ def run_plan(
         request = ExecRequest(
             command=hook.command,
             cwd=str(hook.working_dir),
-            stdin=plan.payload_bytes,
+            stdin=claude_stdin(plan, hook),
             env=(
                 {**envs.get(hook.source_kind, env), **hook_env(hook)}
                 if hook_env is not None

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -25,6 +26,7 @@ from typing import BinaryIO
 from pydantic import BaseModel, Field, ValidationError
 
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.memo import BoundedMemo
 from cloudrunner.protocol.loops import LoopBudget, consume
 
 
@@ -63,19 +65,52 @@ def _legacy_stem(conversation_id: str) -> str | None:
     return f"{_SAFE.sub('_', conversation_id)[:64] or 'empty'}-{digest}"
 
 
+#: a state file written more recently than this (ns) is read again on every load: within
+#: one timer tick a rewrite could leave the same size and times
+SETTLED_NS = 2_000_000_000
+
+
+def _copy(state: SessionState) -> SessionState:
+    """A copy of a validated state (its dicts copied: callers may change them)."""
+    return SessionState.model_construct(
+        conversation_id=state.conversation_id,
+        loop_counts=dict(state.loop_counts),
+        env=dict(state.env),
+        source_hashes=dict(state.source_hashes),
+    )
+
+
 class SessionStore:
     def __init__(self, state_dir: Path) -> None:
         self.directory = state_dir / "sessions"
         # made once (an event's update need not ask again); made again if it vanishes
         self._made = False
+        #: each state file's identity when last read, and what it held (see `load`)
+        self._known: BoundedMemo[str, tuple[tuple[int, ...], SessionState]] = BoundedMemo(1024)
 
     def _paths(self, conversation_id: str) -> tuple[Path, Path]:
         stem = _file_stem(conversation_id)
         return self.directory / f"{stem}.json", self.directory / f"{stem}.lock"
 
     def load(self, conversation_id: str) -> SessionState:
+        """The conversation's state. A state file unchanged since it was last read (same
+        inode, size and times, written more than `SETTLED_NS` ago: every write is a new
+        file renamed into place, so a change cannot keep them) is not read or validated
+        again: a daemon loads it on every event and it changes rarely."""
         path, _ = self._paths(conversation_id)
-        return self._read(path, conversation_id)
+        key = str(path)
+        try:
+            st = os.stat(key)
+        except OSError:
+            return self._read(path, conversation_id)
+        identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        known = self._known.get(key)
+        if known is not None and known[0] == identity:
+            return _copy(known[1])
+        state = self._read(path, conversation_id)
+        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > SETTLED_NS:
+            self._known.put(key, (identity, _copy(state)))
+        return state
 
     @contextlib.contextmanager
     def update(self, conversation_id: str) -> Iterator[SessionState]:

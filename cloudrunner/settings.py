@@ -47,6 +47,12 @@ def _digest(value: str) -> str:
     return normalise(value)
 
 
+def _digest_glob(value: str) -> str:
+    from cloudrunner.pinning import check_glob
+
+    return check_glob(value)
+
+
 _ALL_SOURCES: tuple[Literal["enterprise", "team", "project", "user"], ...] = (
     "enterprise", "team", "project", "user",
 )  # fmt: skip
@@ -60,16 +66,27 @@ class SourcesSettings(_Section):
     user_home: Path | None = None
     """home directory whose ~/.cursor/hooks.json the desktop profile loads; empty means $HOME"""
     trust_project_hooks: bool = True
-    """project hooks run only in a trusted workspace (spec section 2, Decision: trusted)"""
+    """project hooks run only in a trusted workspace (default: a cloud agent trusts its repo)"""
     allowed: list[Literal["enterprise", "team", "project", "user"]] = Field(
         default_factory=lambda: list(_ALL_SOURCES)
     )
     """the sources that may load; managed-only mode: ["enterprise", "team"] (the others are
     skipped, and each skip is recorded with this reason)"""
+    claude_code: bool = False
+    """also load Claude Code hooks (Cursor's "Third Party Hooks"): the workspace's
+    .claude/settings.local.json and .claude/settings.json below the project source, and
+    ~/.claude/settings.json as a user source; project sources for trust, managed-only mode and
+    pinning"""
     project_digests: list[Annotated[str, AfterValidator(_digest)]] | None = None
     """pinned project hooks: the approved digests of a repository's hooks (`cloudrunner hooks
     digest DIR` prints one); project hooks whose digest is not listed do not load; unset:
     not pinned (an empty list approves nothing)"""
+    project_digest_paths: list[Annotated[str, AfterValidator(_digest_glob)]] = Field(
+        default_factory=list
+    )
+    """more repository files the pinned digest covers, as globs relative to the repository
+    (`*` within a directory, `**` across; a directory: its whole tree), for hooks that load
+    files their commands do not name; every file under .cursor/hooks/ is always covered"""
 
 
 class WorkspaceSettings(_Section):
@@ -218,7 +235,7 @@ class Settings(_Section):
     worker_id: str = ""
     """names this worker in container labels and audit records; empty: host name"""
     hook_timeout: float = Field(default=60.0, gt=0, le=24 * 3600)
-    """a hook's timeout when its definition has none (spec section 1, Decision: 60 s)"""
+    """a hook's timeout when its definition has none (the protocol's default: 60 s)"""
     max_parallel_hooks: int = Field(default=4, ge=1, le=64)
     """hooks of one source that run at the same time"""
     max_payload_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
@@ -245,6 +262,21 @@ class Settings(_Section):
                     f"{self.sandbox.profile_for(kind).network!r}: an allowlist puts the hooks "
                     'on the proxy\'s internal network; set the sandbox network to "none", or '
                     'use policy "open" for that whole network'
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _managed_paths_outside_the_workspace(self) -> Settings:
+        workspace = self.workspace.path
+        if workspace is None:
+            return self
+        for key, path in (("enterprise_hooks", self.sources.enterprise_hooks),
+                          ("team_hooks", self.sources.team_hooks)):  # fmt: skip
+            if path is not None and managed_path_inside(path, workspace):
+                raise ValueError(
+                    f"sources.{key}: {path} lies inside the workspace {workspace}, so the "
+                    "repository would decide the operator's hooks; keep managed hooks outside "
+                    "every checkout"
                 )
         return self
 
@@ -277,6 +309,7 @@ ENV_KEYS: dict[str, str] = {
     "CLOUDRUNNER_ENTERPRISE_HOOKS": "sources.enterprise_hooks",
     "CLOUDRUNNER_TEAM_HOOKS": "sources.team_hooks",
     "CLOUDRUNNER_TRUST_PROJECT_HOOKS": "sources.trust_project_hooks",
+    "CLOUDRUNNER_CLAUDE_CODE": "sources.claude_code",
     "CLOUDRUNNER_REPO": "workspace.repo",
     "CLOUDRUNNER_REF": "workspace.ref",
     "CLOUDRUNNER_WORKSPACE": "workspace.path",
@@ -292,6 +325,60 @@ ENV_KEYS: dict[str, str] = {
     "CLOUDRUNNER_LISTEN": "server.listen",
     "CLOUDRUNNER_TOKEN_FILE": "server.token_file",
 }
+
+
+def managed_path_inside(path: Path, workspace: Path) -> bool:
+    """Whether an operator's hooks path (a file or directory, symlinks followed) lies in
+    the workspace: then the repository, not the operator, would choose those hooks."""
+    from cloudrunner.repo_files import inside
+
+    real = os.path.realpath(path)
+    return inside(real, os.path.realpath(workspace))
+
+
+def path_keys(model: type[BaseModel] = Settings, prefix: str = "") -> list[str]:
+    """The dotted keys whose value is a path (a `Path` or an optional one)."""
+    keys: list[str] = []
+    for name, info in model.model_fields.items():
+        annotation = info.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            keys += path_keys(annotation, f"{prefix}{name}.")
+        elif annotation is Path or Path in getattr(annotation, "__args__", ()):
+            keys.append(prefix + name)
+    return keys
+
+
+def _dotted(data: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = data
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _anchor_paths(data: dict[str, Any], config: Path) -> None:
+    """Relative paths of a settings file, resolved against the file's own directory (never
+    the directory the process happens to start in)."""
+    base = Path(os.path.abspath(config)).parent
+    for key in path_keys():
+        value = _dotted(data, key)
+        if isinstance(value, str) and value and not os.path.isabs(value):
+            _set_dotted(data, key, str(base / value))
+
+
+def _refuse_relative(layer: Mapping[str, Any], origin: Mapping[str, str]) -> None:
+    """A path given by a variable or a flag must be absolute: there is no file to be
+    relative to, and the working directory is wherever the process started."""
+    for key in path_keys():
+        value = _dotted(layer, key)
+        if isinstance(value, str | Path) and str(value) and not os.path.isabs(value):
+            where = origin.get(key, "a command-line flag")
+            raise SettingsError(
+                f"{where} ({key}) is the relative path {str(value)!r}: give "
+                "an absolute path (a relative one is allowed only in a settings file, where "
+                "it is relative to the file)"
+            )
 
 
 def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
@@ -361,6 +448,7 @@ def load_settings(
     if config is not None:
         data = read_toml(config)
         origin = str(config)
+        _anchor_paths(data, config)
         try:
             Settings.model_validate(data)
         except ValidationError as exc:
@@ -374,6 +462,8 @@ def load_settings(
     for dotted, value in (overrides or {}).items():
         if value is not None:
             _set_dotted(flag_layer, dotted, value)
+    _refuse_relative(env_layer, {key: name for name, key in ENV_KEYS.items()})
+    _refuse_relative(flag_layer, {})
     try:
         settings = Settings.model_validate(_deep_merge(data, env_layer))
     except ValidationError as exc:

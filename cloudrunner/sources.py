@@ -32,11 +32,13 @@ from enum import StrEnum
 from pathlib import Path
 
 from cloudrunner.memo import BoundedMemo
+from cloudrunner.protocol.claude_config import parse_claude_settings
+from cloudrunner.protocol.claude_mapping import ClaudeOrigin
 from cloudrunner.protocol.config import HookEntry, HooksFile, ParseResult, parse_hooks_file
 from cloudrunner.protocol.diagnostics import Diagnostic, error, info
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.profiles import Profile, SourceKind
-from cloudrunner.repo_files import RepoFileRefused, read_inside
+from cloudrunner.repo_files import RepoFileRefused, inside, read_inside
 
 DEFAULT_ENTERPRISE_PATH = Path("/etc/cursor/hooks.json")
 MAX_HOOKS_FILE_BYTES = 1024 * 1024
@@ -73,6 +75,10 @@ class SourceSettings:
     allowed: frozenset[SourceKind] = frozenset(SourceKind)
     #: approved digests of the project hooks (`cloudrunner hooks digest`); None: not pinned
     project_digests: frozenset[str] | None = None
+    #: the operator's globs of more repository files the digest covers
+    project_digest_paths: tuple[str, ...] = ()
+    #: also load Claude Code's settings files (Cursor's "Third Party Hooks"; off by default)
+    claude_code: bool = False
 
 
 @dataclass(frozen=True)
@@ -92,10 +98,22 @@ class LoadedSource:
     diagnostics: tuple[Diagnostic, ...]
     #: file identity when loaded, to notice changes cheaply
     signature: tuple[int, ...] | None = field(default=None, compare=False)
+    #: a Claude Code settings file (kind project or user for trust, sandbox and policy)
+    origin: ClaudeOrigin | None = None
 
     @property
     def priority(self) -> int:
-        return self.kind.priority
+        return self.rank
+
+    @property
+    def rank(self) -> int:
+        """The place in the priority order: enterprise 0 ... user 3, then the Claude files."""
+        return self.kind.priority if self.origin is None else self.origin.rank
+
+    @property
+    def name(self) -> str:
+        """The source as records and messages name it (`project`, `claude-project`, ...)."""
+        return str(self.origin or self.kind)
 
     @property
     def loaded(self) -> bool:
@@ -241,9 +259,12 @@ def forget_loaded_sources() -> None:
 
 
 @functools.lru_cache(maxsize=256)
-def _parsed(data: bytes, file: str) -> ParseResult:
+def _parsed(data: bytes, file: str, claude: bool = False) -> ParseResult:
     """`parse_hooks_file`, once per file and content: a daemon reloads every source on every
-    event (spec: a changed file takes effect on the next event), and the result is frozen."""
+    event (spec: a changed file takes effect on the next event), and the result is frozen.
+    `claude`: the file is a Claude Code settings file."""
+    if claude:
+        return parse_claude_settings(data, file=file)
     return parse_hooks_file(data, file=file)
 
 
@@ -255,15 +276,18 @@ def _load_file(
     profile: Profile,
     *,
     required: bool,
+    origin: ClaudeOrigin | None = None,
 ) -> LoadedSource:
     file, top = str(path), str(root)
-    key = (kind, file, top, str(working_dir), profile, required)
+    key = (kind, file, top, str(working_dir), profile, required, origin)
     guard = _guard(file, top)
     if guard is not None:
         remembered = _loaded.get(key)
         if remembered is not None and remembered[0] == guard:
             return remembered[1]
-    source = _read_file(kind, path, root, working_dir, profile, required=required)
+    source = _read_file(kind, path, root, working_dir, profile, required=required, origin=origin)
+    if origin is not None:
+        source = replace(source, origin=origin)
     # Remembered only if the file still has the identity it had before it was read.
     if (
         guard is not None
@@ -283,6 +307,7 @@ def _read_file(
     profile: Profile,
     *,
     required: bool,
+    origin: ClaudeOrigin | None = None,
 ) -> LoadedSource:
     file = str(path)
     # The hooks run in the real directory: the sandbox mounts it at its real path, so a
@@ -302,7 +327,7 @@ def _read_file(
             kind, path, working_dir, SourceStatus.BROKEN, None, None, {}, (note,), signature
         )
     digest = hashlib.sha256(data).hexdigest()
-    parsed = _parsed(data, file)
+    parsed = _parsed(data, file, origin is not None)
     diagnostics = list(parsed.diagnostics)
     if parsed.config is None:
         diagnostics.append(
@@ -345,10 +370,35 @@ def _not_loaded(
     return LoadedSource(kind, path, None, status, None, None, {}, (note,))
 
 
+def _managed_refusal(kind: SourceKind, path: Path, settings: SourceSettings) -> LoadedSource | None:
+    """An operator's (enterprise or team) hooks path that must not load: a relative one
+    (it would depend on where the process started) or one inside the workspace (the
+    repository would choose the operator's hooks), checked on every load because the
+    workspace may come with the event."""
+    problem = ""
+    if not path.is_absolute():
+        problem = "is a relative path; give an absolute one"
+    elif settings.workspace is not None and inside(
+        os.path.realpath(path), os.path.realpath(settings.workspace)
+    ):
+        problem = (
+            f"lies inside the workspace {settings.workspace}, so the repository would decide "
+            f"the {kind} hooks; keep them outside every checkout"
+        )
+    if not problem:
+        return None
+    note = error("managed-path-refused", f"the {kind} hooks path {path} {problem}; the {kind} "
+                 "source is not loaded", file=str(path))  # fmt: skip
+    return LoadedSource(kind, path, None, SourceStatus.BROKEN, None, None, {}, (note,))
+
+
 def _enterprise(settings: SourceSettings) -> LoadedSource:
     # A missing enterprise file, default or configured, means "no enterprise hooks" (the
     # `--enterprise-hooks` contract): machines without a managed policy are normal.
     path = settings.enterprise_path or DEFAULT_ENTERPRISE_PATH
+    refused = _managed_refusal(SourceKind.ENTERPRISE, path, settings)
+    if refused is not None:
+        return refused
     return _load_file(
         SourceKind.ENTERPRISE, path, path.parent, path.parent, settings.profile, required=False
     )
@@ -366,6 +416,9 @@ def _team(settings: SourceSettings) -> LoadedSource:
                 "no team hooks configured (the operator gives a managed hooks file or directory)",
             ),
         )
+    refused = _managed_refusal(SourceKind.TEAM, given, settings)
+    if refused is not None:
+        return refused
     if given.is_dir():
         return _load_file(
             SourceKind.TEAM, given / HOOKS_FILE_NAME, given, given, settings.profile, required=True
@@ -401,10 +454,12 @@ def _project(settings: SourceSettings) -> LoadedSource:
     )
     if settings.project_digests is None or loaded.status is not SourceStatus.LOADED:
         return loaded
-    return _pinned(loaded, workspace, settings.project_digests)
+    return _pinned(loaded, workspace, settings.project_digests, settings.project_digest_paths)
 
 
-def _pinned(loaded: LoadedSource, workspace: Path, approved: frozenset[str]) -> LoadedSource:
+def _pinned(
+    loaded: LoadedSource, workspace: Path, approved: frozenset[str], extra: tuple[str, ...]
+) -> LoadedSource:
     """The project source if the digest of its hooks (the file and the scripts it names)
     is approved; otherwise not loaded, with the digest to approve."""
     from cloudrunner import pinning
@@ -415,7 +470,9 @@ def _pinned(loaded: LoadedSource, workspace: Path, approved: frozenset[str]) -> 
         data = read_hooks_bytes(loaded.path, workspace)
         if hashlib.sha256(data).hexdigest() != loaded.sha256:
             raise pinning.DigestError(f"{file} changed while its digest was taken")
-        digest = pinning.compute(workspace, data).digest
+        relative = os.path.relpath(loaded.path, workspace)
+        computed = pinning.compute(workspace, data, relative, extra_paths=extra)
+        digest = computed.digest
     except (OSError, HooksFileRefused, pinning.DigestError) as exc:
         note = error(
             "project-digest-failed",
@@ -428,7 +485,13 @@ def _pinned(loaded: LoadedSource, workspace: Path, approved: frozenset[str]) -> 
     # and what records name), so a changed script counts as a new version of the source.
     version = digest.removeprefix(pinning.DIGEST_PREFIX)
     if digest in approved:
-        note = info("project-approved", f"project hooks digest {digest} is approved", file=file)
+        unseen = "; ".join(computed.unseen)
+        note = info(
+            "project-approved",
+            f"project hooks digest {digest} is approved"
+            + (f" (it cannot see: {unseen})" if unseen else ""),
+            file=file,
+        )
         return replace(loaded, sha256=version, diagnostics=(*loaded.diagnostics, note))
     note = error(
         "project-not-approved",
@@ -459,6 +522,78 @@ def _user(settings: SourceSettings) -> LoadedSource:
             ),
         )
     return _load_file(SourceKind.USER, path, directory, directory, settings.profile, required=False)
+
+
+def _claude_skipped(
+    kind: SourceKind, path: Path, origin: ClaudeOrigin, note: Diagnostic
+) -> LoadedSource:
+    return replace(_not_loaded(kind, path, SourceStatus.SKIPPED, note), origin=origin)
+
+
+def _claude_project(settings: SourceSettings, origin: ClaudeOrigin) -> LoadedSource | None:
+    """`.claude/settings.local.json` or `.claude/settings.json` of the workspace: project
+    sources for trust, managed-only mode and pinning; None when there is nothing to say."""
+    workspace = settings.workspace
+    if workspace is None:
+        return None
+    path = workspace / origin.relative
+    if not settings.claude_code:
+        if not os.path.lexists(path):
+            return None
+        note = info(
+            "claude-code-off",
+            f"{path} holds Claude Code settings and is not loaded: sources.claude_code is off "
+            "(turn it on to run its hooks, as Cursor's Third Party Hooks setting does)",
+            file=str(path),
+        )
+        return _claude_skipped(SourceKind.PROJECT, path, origin, note)
+    if SourceKind.PROJECT not in settings.allowed:
+        return replace(_load(SourceKind.PROJECT, settings, origin=origin), path=path)
+    if not settings.trust_workspace:
+        note = info(
+            "untrusted-workspace",
+            f"workspace {workspace} is not trusted, so its Claude Code hooks are not loaded",
+            file=str(path),
+        )
+        return _claude_skipped(SourceKind.PROJECT, path, origin, note)
+    loaded = _load_file(
+        SourceKind.PROJECT, path, workspace, workspace, settings.profile, required=False,
+        origin=origin,
+    )  # fmt: skip
+    if settings.project_digests is None or loaded.status is not SourceStatus.LOADED:
+        return loaded
+    return _pinned(loaded, workspace, settings.project_digests, settings.project_digest_paths)
+
+
+def _claude_user(settings: SourceSettings) -> LoadedSource | None:
+    """`~/.claude/settings.json`: a user source (not loaded in the cloud profile)."""
+    if not settings.claude_code:
+        return None
+    origin = ClaudeOrigin.USER
+    home = settings.user_home or Path.home()
+    directory = home / ".claude"
+    path = home / origin.relative
+    if not settings.profile.loads_user_hooks:
+        note = info(
+            "source-skipped",
+            "Claude Code user hooks are not loaded in the cloud profile "
+            "(a cloud VM has no user home config)",
+            file=str(path),
+        )
+        return _claude_skipped(SourceKind.USER, path, origin, note)
+    if SourceKind.USER not in settings.allowed:
+        return replace(_load(SourceKind.USER, settings, origin=origin), path=path)
+    working_dir = settings.workspace or directory
+    return _load_file(
+        SourceKind.USER, path, directory, working_dir, settings.profile, required=False,
+        origin=origin,
+    )  # fmt: skip
+
+
+def _claude(settings: SourceSettings, origin: ClaudeOrigin) -> LoadedSource | None:
+    if origin is ClaudeOrigin.USER:
+        return _claude_user(settings)
+    return _claude_project(settings, origin)
 
 
 _LOADERS = {
@@ -503,7 +638,12 @@ class SourceSet:
             if old.path is None or old.status is SourceStatus.SKIPPED:
                 fresh.append(old)
                 continue
-            new = _LOADERS[old.kind](self.settings)
+            found = (
+                _LOADERS[old.kind](self.settings)
+                if old.origin is None
+                else _claude(self.settings, old.origin)
+            )
+            new = found if found is not None else replace(old, status=SourceStatus.ABSENT)
             if (new.sha256, new.status) != (old.sha256, old.status):
                 changed.append(old.kind)
                 fresh.append(new)
@@ -512,22 +652,30 @@ class SourceSet:
         return SourceSet(self.settings, tuple(fresh), tuple(changed))
 
 
-def _load(kind: SourceKind, settings: SourceSettings) -> LoadedSource:
-    if kind in settings.allowed:
+def _load(
+    kind: SourceKind, settings: SourceSettings, *, origin: ClaudeOrigin | None = None
+) -> LoadedSource:
+    if kind in settings.allowed and origin is None:
         return _LOADERS[kind](settings)
     allowed = ", ".join(str(k) for k in SourceKind if k in settings.allowed) or "none"
-    return _not_loaded(
+    what = f"Claude Code {kind}" if origin is not None else str(kind)
+    loaded = _not_loaded(
         kind,
         None,
         SourceStatus.SKIPPED,
         info(
             "source-not-allowed",
-            f"{kind} hooks are not loaded: the operator allows only these sources "
+            f"{what} hooks are not loaded: the operator allows only these sources "
             f"(sources.allowed): {allowed}",
         ),
     )
+    return replace(loaded, origin=origin)
 
 
 def load_sources(settings: SourceSettings) -> SourceSet:
-    """Load all four sources under the settings' profile. Never raises for bad files."""
-    return SourceSet(settings, tuple(_load(kind, settings) for kind in SourceKind))
+    """Load all four sources under the settings' profile, and the Claude Code files below them
+    when `claude_code` is on (or found while it is off, to say so). Never raises for bad
+    files."""
+    cursor = tuple(_load(kind, settings) for kind in SourceKind)
+    claude = tuple(c for o in ClaudeOrigin if (c := _claude(settings, o)) is not None)
+    return SourceSet(settings, cursor + claude)

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from cloudrunner import validate_checks, validate_policy
+from cloudrunner import shell_syntax, validate_checks, validate_policy
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.image_programs import ImagePrograms
+from cloudrunner.protocol.claude_config import parse_claude_settings
+from cloudrunner.protocol.claude_mapping import ClaudeOrigin
 from cloudrunner.protocol.config import HookEntry, parse_hooks_file
 from cloudrunner.protocol.diagnostics import Diagnostic, Severity, error, info, warning
 from cloudrunner.protocol.events import EVENTS
@@ -36,6 +38,8 @@ class Target:
     root: Path
     #: set when the file is a repository's `.cursor/hooks.json`: script paths are checked
     repository: Path | None
+    #: set when the file is a Claude Code settings file (read in Claude's form)
+    claude: ClaudeOrigin | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,27 @@ class ValidationReport:
         }
 
 
+def _claude_targets(repository: Path) -> list[Target]:
+    """A repository's Claude Code settings files that exist, highest priority first."""
+    out = []
+    for origin in (ClaudeOrigin.PROJECT_LOCAL, ClaudeOrigin.PROJECT):
+        file = repository / origin.relative
+        if file.exists() or file.is_symlink():
+            out.append(Target(file, repository, repository, origin))
+    return out
+
+
+def resolve_targets(path: Path) -> list[Target]:
+    """`resolve_target`, and for a repository its Claude Code settings files too."""
+    if path.is_dir():
+        claude = _claude_targets(path)
+        nested = path / ".cursor" / HOOKS_FILE_NAME
+        if claude and not (nested.exists() or nested.is_symlink()):
+            return claude
+        return [resolve_target(path), *claude]
+    return [resolve_target(path)]
+
+
 def resolve_target(path: Path) -> Target:
     if path.is_dir():
         nested = path / ".cursor" / HOOKS_FILE_NAME
@@ -119,17 +144,30 @@ def resolve_target(path: Path) -> Target:
 
 def _file_target(file: Path) -> Target:
     parent = file.parent
+    if parent.name == ".claude" and file.name in ("settings.json", "settings.local.json"):
+        origin = (
+            ClaudeOrigin.PROJECT_LOCAL
+            if file.name == "settings.local.json"
+            else ClaudeOrigin.PROJECT
+        )
+        return Target(file, parent.parent, parent.parent, origin)
     if parent.name == ".cursor" and file.name == HOOKS_FILE_NAME:
         return Target(file, parent.parent, parent.parent)
     return Target(file, parent, None)
 
 
-def _verdict(kind: SourceKind, entry: HookEntry, profile: Profile) -> HookVerdict:
+def _verdict(
+    kind: SourceKind, entry: HookEntry, profile: Profile, *, claude_off: bool = False
+) -> HookVerdict:
     d = entry.definition
     spec = EVENTS[entry.event]
     command = d.command if d.type == "command" else None
     where = "in cloud agents" if profile is Profile.CLOUD else "in the desktop profile"
+    if entry.claude is not None:
+        where += f" (Claude Code {entry.claude.event}, on {entry.event})"
     reason = skip_reason(kind, entry, profile)
+    if claude_off:
+        reason = "sources.claude_code is off, so Claude Code hooks do not load"
     if reason is not None:
         verdict = "skipped"
     elif not entry.matcher.valid:
@@ -151,7 +189,10 @@ def _script_warnings(entry: HookEntry, repository: Path, file: str) -> list[Diag
     if entry.definition.type != "command" or not command:
         return []
     out = []
-    for word in command.split():
+    # the words as the shell reads them (the parser the pinned digest uses); not the
+    # redirections, whose files a command may create
+    parsed = shell_syntax.parse(command)
+    for word in dict.fromkeys(w for c in parsed.commands for w in c.words):
         if not _RELATIVE_SCRIPT.match(word) or "://" in word:
             continue
         if (repository / word).exists():
@@ -236,7 +277,12 @@ def validate_file(
         )
     except HooksFileRefused as exc:
         return FileReport(target.file, (error(exc.code, exc.message, file=file),), ())
-    parsed = parse_hooks_file(data, file=file)
+    claude_off = target.claude is not None and not settings.sources.claude_code
+    parsed = (
+        parse_hooks_file(data, file=file)
+        if target.claude is None
+        else parse_claude_settings(data, file=file)
+    )
     diagnostics = list(parsed.diagnostics)
     verdicts: list[HookVerdict] = []
     scripts: list[Diagnostic] = []
@@ -260,14 +306,16 @@ def validate_file(
                         )
                     )
                     continue
-                verdicts.append(_verdict(kind, entry, profile))
-                scripts.extend(_matcher_warnings(entry, file))
+                verdicts.append(_verdict(kind, entry, profile, claude_off=claude_off))
+                if entry.claude is None:
+                    scripts.extend(_matcher_warnings(entry, file))
                 scripts.extend(validate_policy.hook_diagnostics(entry, kind, settings, file))
                 if target.repository is not None and kind is SourceKind.PROJECT:
                     scripts.extend(_script_warnings(entry, target.repository, file))
                 if verdicts[-1].verdict == "runs":
                     scripts.extend(_sandbox_warnings(entry, target, kind, programs, file))
-    diagnostics = [_unknown_event_note(d) for d in diagnostics]
+    if target.claude is None:
+        diagnostics = [_unknown_event_note(d) for d in diagnostics]
     if programs is not None and kind is SourceKind.PROJECT and _has_environment(target):
         diagnostics.append(
             info(
@@ -282,8 +330,24 @@ def validate_file(
         for note in scripts:
             at = index.find(note.pointer or "")
             diagnostics.append(note.located(*at) if at else note)
-    diagnostics += validate_policy.source_diagnostics(kind, settings, file, target.repository, data)
+    policy = validate_policy.source_diagnostics(kind, settings, file, target.repository, data)
+    diagnostics += policy
+    refusal = next((d for d in policy if d.code in _FILE_REFUSED), None)
+    if refusal is not None:  # the file does not load: none of its hooks runs
+        why = f"does not load: {_FILE_REFUSED[refusal.code]}"
+        verdicts = [
+            dataclasses.replace(v, verdict="skipped", reason=why) if v.verdict == "runs" else v
+            for v in verdicts
+        ]
     return FileReport(target.file, tuple(diagnostics), tuple(verdicts))
+
+
+#: the policy errors that keep a whole hooks file from loading, and the verdict's words
+_FILE_REFUSED = {
+    "source-not-allowed": "its source is not in sources.allowed",
+    "project-not-approved": "the project hooks digest is not approved",
+    "project-digest-failed": "the project hooks digest cannot be computed",
+}
 
 
 def _unknown_event_note(d: Diagnostic) -> Diagnostic:
@@ -306,7 +370,10 @@ def _sandbox_warnings(
     """What would fail in the sandbox before any event: an unmatched matcher, a script that
     cannot run as written, a program the image does not have."""
     out: list[Diagnostic] = []
-    problem = validate_checks.matcher_problem(entry.event, entry.matcher)
+    # a Claude matcher is searched in Claude's tool names, which the Cursor check does not know
+    problem = (
+        validate_checks.matcher_problem(entry.event, entry.matcher) if not entry.claude else ""
+    )
     if problem:
         out.append(warning("matcher-never-matches", problem, file=file,
                            pointer=f"{entry.pointer}/matcher"))  # fmt: skip
@@ -363,7 +430,7 @@ def validate_paths(
 
     `programs`: the PATH programs of the image the hooks run in; None skips that check.
     """
-    targets = [resolve_target(p) for p in paths]
+    targets = [t for p in paths for t in resolve_targets(p)]
     files = tuple(validate_file(t, profile, source, programs, settings) for t in targets)
     return ValidationReport(profile, source, files, tuple(notes))
 

@@ -10,15 +10,17 @@
 
 from __future__ import annotations
 
+import os
 import re
-import shlex
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from cloudrunner import shell_syntax
 from cloudrunner.protocol.events import EVENTS, EventSpec
 from cloudrunner.protocol.matchers import CompiledMatcher
+from cloudrunner.repo_files import RepoFileRefused, open_inside, resolves_inside
 
 #: shell words that are not programs (dash and bash builtins, keywords)
 SHELL_BUILTINS = frozenset((
@@ -32,8 +34,6 @@ SHELL_BUILTINS = frozenset((
 #: prefixes that run the next word: `env X`, `exec X`, `command X`, `nohup X`
 _RUNNERS = frozenset({"env", "exec", "command", "nohup", "time"})
 _KEYWORDS = frozenset({"if", "then", "else", "elif", "while", "until", "do", "!", "{", "time"})
-_OPERATORS = frozenset({"&&", "||", ";", "|", "&", "(", ")", ";;", "|&", "\n"})
-_FD_REDIRECT = re.compile(r"\d*[<>]&\d*-?|&>>?")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 #: a word cloudrunner cannot resolve before the event (variables, home, placeholders, Windows)
 _UNRESOLVABLE = re.compile(r"[$`~*?]|\{\{|^__|\\|^[A-Za-z]:|<|>")
@@ -68,26 +68,14 @@ class ScriptUse:
 
     word: str
     path: Path
+    #: the directory the script must lie in (the hook's working directory)
+    root: Path
 
 
 def simple_commands(command: str) -> list[list[str]]:
-    """The words of each simple command in `command` (split at ; && || | & ( ) newlines)."""
-    # redirections that contain & (2>&1, >&2, &>file) are not command separators
-    command = _FD_REDIRECT.sub(" ", command)
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()")
-    lexer.whitespace_split = True
-    lexer.escape = ""  # keep backslashes: a Windows path stays recognisable (and unresolved)
-    lexer.commenters = "#"
-    out: list[list[str]] = [[]]
-    try:
-        for token in lexer:
-            if token in _OPERATORS or set(token) <= set(";&|()"):
-                out.append([])
-            else:
-                out[-1].append(token)
-    except ValueError:  # an unbalanced quote: the shell would refuse it too; nothing to check
-        return []
-    return [words for words in out if words]
+    """The words of each simple command in `command`, as the shell reads it (`shell_syntax`,
+    the parser the pinned digest uses too); nothing when it cannot be parsed."""
+    return [list(c.words) for c in shell_syntax.parse(command).commands if c.words]
 
 
 def first_program(words: list[str]) -> str | None:
@@ -110,10 +98,16 @@ def first_program(words: list[str]) -> str | None:
     return None
 
 
-def shebang_program(script: Path) -> tuple[str | None, bool]:
-    """(the interpreter a script's `#!` line names, whether that line ends in CR)."""
+def shebang_program(script: Path, root: Path) -> tuple[str | None, bool]:
+    """(the interpreter a script's `#!` line names, whether that line ends in CR). The
+    script must resolve inside `root` (the repository or the source's directory): a file
+    elsewhere on this host is never opened because a repository names it."""
     try:
-        with script.open("rb") as fh:
+        fd = open_inside(script, root)
+    except (OSError, RepoFileRefused):
+        return None, False
+    try:
+        with os.fdopen(fd, "rb") as fh:
             head = fh.readline(512)
     except OSError:
         return None, False
@@ -147,9 +141,9 @@ def programs_of(command: str, base: Path | None) -> tuple[list[ProgramUse], list
         if base is None:
             continue
         path = base / word
-        scripts.append(ScriptUse(word, path))
-        if path.is_file():
-            interpreter, _ = shebang_program(path)
+        scripts.append(ScriptUse(word, path, base))
+        if resolves_inside(path, base) and path.is_file():
+            interpreter, _ = shebang_program(path, base)
             if interpreter:
                 programs.append(ProgramUse(interpreter, f"the shebang of {word}"))
     return programs, scripts
@@ -158,6 +152,8 @@ def programs_of(command: str, base: Path | None) -> tuple[list[ProgramUse], list
 def script_problem(use: ScriptUse) -> tuple[str, str] | None:
     """(code, message) for a script run by path that cannot run as written, or None."""
     path = use.path
+    if not resolves_inside(path, use.root):
+        return None  # not this check's: never read a file outside the repository
     try:
         mode = path.stat().st_mode
     except OSError:
@@ -171,7 +167,7 @@ def script_problem(use: ScriptUse) -> tuple[str, str] | None:
             f"126: chmod +x {use.word} and commit the mode (git update-index --chmod=+x "
             f"{use.word}), or run it through its interpreter",
         )
-    interpreter, crlf = shebang_program(path)
+    interpreter, crlf = shebang_program(path, use.root)
     if crlf:
         return (
             "script-crlf",

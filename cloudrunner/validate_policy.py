@@ -116,9 +116,21 @@ def source_diagnostics(
     if kind is not SourceKind.PROJECT or repository is None or approved is None:
         return out  # not pinned: the digest is `cloudrunner hooks digest`'s to print
     try:
-        digest = pinning.compute(repository, data).digest
+        computed = pinning.compute(
+            repository, data, extra_paths=settings.sources.project_digest_paths
+        )
+        digest = computed.digest
     except pinning.DigestError as exc:
         return [*out, error("project-digest-failed", exc.message, file=file)]
+    if computed.unseen:
+        out.append(
+            warning(
+                "project-digest-unseen",
+                "the pinned digest cannot see part of these commands (review it by hand, "
+                "or move it into a script under .cursor/hooks/): " + "; ".join(computed.unseen),
+                file=file,
+            )
+        )
     if digest in approved:
         out.append(
             info("project-approved", f"project hooks digest {digest} is approved", file=file)

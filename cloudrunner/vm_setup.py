@@ -30,9 +30,9 @@ from typing import Any
 
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.events import CLOUD_EVENTS
-from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.settings import Settings
-from cloudrunner.sources import LoadedSource, SourceSettings, load_sources
+from cloudrunner.source_settings import source_settings
+from cloudrunner.sources import LoadedSource, load_sources
 
 #: seconds added to the longest run for the daemon's own work on the event
 MARGIN_S = 30
@@ -127,16 +127,7 @@ def plan(settings: Settings) -> Plan:
             f"the workspace {root} holds no checkout yet, so its project hooks are not "
             "counted; run `cloudrunner vm --check` again once it is cloned"
         )
-    loaded = load_sources(
-        SourceSettings(
-            workspace=workspace,
-            enterprise_path=settings.sources.enterprise_hooks,
-            team_path=settings.sources.team_hooks,
-            user_home=settings.sources.user_home,
-            trust_workspace=settings.sources.trust_project_hooks,
-            allowed=frozenset(SourceKind(k) for k in settings.sources.allowed),
-        )
-    )
+    loaded = load_sources(source_settings(settings, workspace))
     for diagnostic in loaded.diagnostics:
         if diagnostic.is_error:
             notes.append(f"{diagnostic.file}: {diagnostic.message}")

@@ -25,10 +25,10 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import docker
 import docker.errors
@@ -46,6 +46,7 @@ from cloudrunner import (
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind, TornAcknowledgement
 from cloudrunner.audit.pipeline import Cleaned
 from cloudrunner.closing import ClosesOnExit
+from cloudrunner.daemon.threads import ElasticPool
 from cloudrunner.egress.credentials import RunAttribution
 from cloudrunner.egress.manager import Egress
 from cloudrunner.errors import CloudrunnerError
@@ -64,6 +65,7 @@ from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.runner import RunOutcome, SandboxSet, run_plan
 from cloudrunner.sandbox import agent_files, reaper
 from cloudrunner.sandbox.base import (
+    HOOK_HOME,
     ExecRequest,
     Sandbox,
     SandboxConfigError,
@@ -77,6 +79,7 @@ from cloudrunner.sandbox.plan import identity_for
 from cloudrunner.sandbox.session_pool import SessionPool
 from cloudrunner.session import PersistentLoopCounterStore, SessionStateError, SessionStore
 from cloudrunner.settings import Settings
+from cloudrunner.source_settings import source_settings
 from cloudrunner.sources import (
     LoadedSource,
     SourceSet,
@@ -154,6 +157,7 @@ class Worker(ClosesOnExit):
         reap: bool = True,
         home_root: Path | None = None,
         egress: Egress | None = None,
+        on_sources: Callable[[Path, SourceSet], None] | None = None,
     ) -> None:
         """`audit`, `pool` and `client` are shared when given (the daemon runs one worker per
         workspace over one audit log, one engine connection and one warm-sandbox pool) and
@@ -161,7 +165,10 @@ class Worker(ClosesOnExit):
         (default: the state directory); `reap` removes orphaned sandboxes on the first
         engine connection (the daemon does that once, at start); `home_root` holds the
         hooks' homes (default: <state_dir>/homes); `egress` is shared like `audit` (one
-        proxy, one access-log reader per process, so each attempt is recorded once)."""
+        proxy, one access-log reader per process, so each attempt is recorded once);
+        `on_sources` is told each workspace's sources as an event loads them (the daemon's
+        fail policy)."""
+        self.on_sources = on_sources
         self.settings = settings
         self.worker_id = settings.effective_worker_id
         self.profile = Profile(settings.profile)
@@ -190,11 +197,20 @@ class Worker(ClosesOnExit):
         self._profiles: dict[str, SandboxProfile] = {}
         #: each source's profile as its sandbox gets it, by (kind, network, image)
         self._open_profiles: dict[tuple[str, str | None, str | None], SandboxProfile] = {}
+        #: threads that prepare an event while its first record syncs (a long-lived worker's;
+        #: a thread starts on first need and leaves when idle)
+        self._helpers = (
+            ElasticPool(settings.server.max_concurrent_events, name="cloudrunner-prepare")
+            if pool is not None
+            else None
+        )
         self._owns_audit = audit is None
         self.audit = audit or open_audit(settings)
         self.egress = egress or open_egress(settings, self._link)
 
     def close(self) -> None:
+        if self._helpers is not None:
+            self._helpers.shutdown(wait=False)
         if self._owns_audit:
             self.audit.close()
 
@@ -231,7 +247,7 @@ class Worker(ClosesOnExit):
             decision = self._gate(ws.root)
         if not decision.open:
             answer = neutral_answer(name)
-            self._append_first(
+            _, durable = self._append_first(
                 name,
                 RecordKind.GATED,
                 {
@@ -243,20 +259,11 @@ class Worker(ClosesOnExit):
                     "decision": answer,
                 },
             )
+            durable()
             return EventReply(answer, gated=True, records=1, conversation_id=ids["conversation_id"])
-        sources = load_sources(
-            SourceSettings(
-                workspace=ws.root,
-                profile=self.profile,
-                enterprise_path=self.settings.sources.enterprise_hooks,
-                team_path=self.settings.sources.team_hooks,
-                user_home=self.settings.sources.user_home,
-                trust_workspace=self.settings.sources.trust_project_hooks
-                and ws.trust_project_hooks,
-                allowed=frozenset(SourceKind(k) for k in self.settings.sources.allowed),
-                project_digests=_frozen(self.settings.sources.project_digests),
-            )
-        )
+        sources = load_sources(self._source_settings(ws.root, ws.trust_project_hooks))
+        if self.on_sources is not None:
+            self.on_sources(ws.root, sources)
         try:
             plan = build_plan(
                 sources.loaded,
@@ -273,7 +280,7 @@ class Worker(ClosesOnExit):
         except SessionStateError as exc:
             self._refuse(name, document, exc.message, "session-state-unavailable")
         session_label = plan.conversation_id or f"run-{os.getpid()}"
-        received = self._append_first(
+        received, durable = self._append_first(
             name,
             RecordKind.RECEIVED,
             {
@@ -287,13 +294,24 @@ class Worker(ClosesOnExit):
             runs=bool(plan.hooks_to_run),
         )
         ids["event_seq"] = received["seq"]
-        shown = transcript.resolve(
-            plan.payload.transcript_path, state_dir=self.settings.state_dir, workspace=ws.root
-        )
-        homes = self._homes(ws, {hook.source_kind for hook in plan.hooks_to_run})
-        sandboxes = SandboxSet(
-            lambda kind, wd: self._open(kind, wd, ws, session_label, shown=shown, homes=homes)
-        )
+
+        def prepare() -> _Prepared:
+            shown = transcript.resolve(
+                plan.payload.transcript_path, state_dir=self.settings.state_dir, workspace=ws.root
+            )
+            homes = self._homes(ws, {hook.source_kind for hook in plan.hooks_to_run})
+            sandboxes = SandboxSet(
+                lambda kind, wd: self._open(kind, wd, ws, session_label, shown=shown, homes=homes)
+            )
+            if plan.hooks_to_run and self._pool is not None:
+                # the first hook's warm sandbox, borrowed while the disk syncs
+                first = plan.hooks_to_run[0]
+                with contextlib.suppress(Exception):  # its hook opens it again and says why
+                    sandboxes.get(first.source_kind, first.working_dir)
+            return _Prepared(shown, homes, sandboxes)
+
+        shown, homes, sandboxes = self._prepare_while(prepare, durable)
+        issued: list[str] = []  # the proxy credentials of this event's runs, ended with it
         try:
             outcome = run_plan(
                 plan,
@@ -301,7 +319,7 @@ class Worker(ClosesOnExit):
                 workspace=ws.root,
                 session_env=state.env,
                 max_parallel=self.settings.max_parallel_hooks,
-                homes={kind: str(home.path) for kind, home in homes.items() if home.path},
+                homes={kind: HOOK_HOME for kind, home in homes.items() if home.path},
                 hook_env=lambda hook: self.egress.hook_env(
                     str(hook.source_kind),
                     RunAttribution(
@@ -311,11 +329,15 @@ class Worker(ClosesOnExit):
                         generation_id=ids["generation_id"],
                         hook_id=hook.hook_id,
                         command=hook.command,
+                        session=session_label,
                     ),
+                    timeout_s=hook.timeout,
+                    issued=issued,
                 ),
             )
         finally:
             sandboxes.close()
+            self.egress.end(issued)
         loops = PersistentLoopCounterStore(self.sessions)
         merged = merge(plan, outcome.results, loops)
         unrecorded = list(loops.problems)
@@ -391,23 +413,82 @@ class Worker(ClosesOnExit):
 
     # ------------------------------------------------------------------ pieces
 
+    def _source_settings(self, root: Path | None, trusted: bool) -> SourceSettings:
+        return source_settings(self.settings, root, trusted)
+
+    def startup_sources(self) -> tuple[Path | None, SourceSet]:
+        """The sources this worker serves before any event names a workspace (for the fail
+        policy the daemon publishes at start): the configured workspace's, when it is a
+        checkout already there (`--workspace`, or a `--repo` clone made before), else the
+        operator's sources alone. Nothing is cloned and nothing recorded."""
+        cfg = self.settings.workspace
+        path = self._clone_dest() if cfg.repo else cfg.path
+        root: Path | None = None
+        trusted = True
+        if path is not None and path.is_absolute() and (not cfg.repo or (path / ".git").exists()):
+            try:
+                ws = workspace.adopt(
+                    path, trust_project_hooks=self.settings.sources.trust_project_hooks
+                )
+            except CloudrunnerError:
+                pass  # the first event says what is wrong with it
+            else:
+                root, trusted = ws.root, ws.trust_project_hooks
+        return root, load_sources(self._source_settings(root, trusted))
+
     def _append_first(
         self, event: str, kind: RecordKind, fields: Mapping[str, Any], *, runs: bool = True
-    ) -> dict[str, Any]:
-        """Write an event's first record and make it durable (unless the operator chose
-        fsync "never"; the sync is shared with concurrent events, see `group_commit`);
-        raises EventNotRecorded when it cannot be written. When the event runs no hook
-        (`runs` false) nothing waits for it to be on disk but the answer, so it is synced
-        with the event's last records (one sync for the event, not two)."""
+    ) -> tuple[dict[str, Any], Callable[[], None]]:
+        """Write an event's first record; the callable returned makes it durable (unless
+        the operator chose fsync "never"; the sync is shared with concurrent events, see
+        `group_commit`) and is called before any hook starts (see `_prepare_while`). Either
+        raises EventNotRecorded when the record cannot be written or synced. When the event
+        runs no hook (`runs` false) nothing waits for it to be on disk but the answer, so
+        it is synced with the event's last records (one sync for the event, not two)."""
         try:
-            record = self.audit.append(kind, fields, durable=runs, deferred=not runs)
+            if not runs:
+                return self.audit.append(kind, fields, deferred=True), _nothing
+            record, durability = self.audit.append_unsynced(kind, fields)
         except (AuditLogError, OSError) as exc:
-            raise EventNotRecorded(
-                f"the {event or 'event'} event was not run: its first audit record could not "
-                f"be written ({exc}); free space or fix the permissions of "
-                f"{self.settings.audit_path}"
-            ) from exc
-        return record
+            raise self._not_recorded(event, exc) from exc
+        if durability.done:
+            return record, _nothing
+
+        def durable() -> None:
+            try:
+                durability.wait()
+            except (AuditLogError, OSError) as exc:
+                raise self._not_recorded(event, exc) from exc
+
+        return record, durable
+
+    def _prepare_while(
+        self, prepare: Callable[[], _Prepared], durable: Callable[[], None]
+    ) -> _Prepared:
+        """`durable()` (the event's first record synced) and `prepare()` (its transcript,
+        homes and first sandbox) side by side in a long-lived worker: the preparation runs
+        on a helper thread while this one waits for the disk without holding the GIL, so
+        what the sync costs the event is the longer of the two, not their sum. No hook
+        starts before both are done; when the sync fails, what was borrowed is given back
+        and the event fails (EventNotRecorded)."""
+        if durable is _nothing or self._helpers is None:
+            durable()
+            return prepare()
+        future = self._helpers.submit(prepare)
+        try:
+            durable()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                future.result().sandboxes.close()
+            raise
+        return future.result()
+
+    def _not_recorded(self, event: str, exc: Exception) -> EventNotRecorded:
+        return EventNotRecorded(
+            f"the {event or 'event'} event was not run: its first audit record could not "
+            f"be written ({exc}); free space or fix the permissions of "
+            f"{self.settings.audit_path}"
+        )
 
     def _gate(self, root: Path) -> gate.GateDecision:
         """The gate's decision; once a probe found `root` writable, it is not probed again
@@ -587,12 +668,7 @@ class Worker(ClosesOnExit):
     def _configured_root(self) -> Path | None:
         """The directory a worker with a configured workspace serves (None without one)."""
         cfg = self.settings.workspace
-        if cfg.path is not None:
-            return cfg.path
-        if cfg.repo:
-            key = hashlib.sha256(f"{cfg.repo}\n{cfg.ref}".encode()).hexdigest()[:16]
-            return self.settings.clone_dir / key
-        return None
+        return self._clone_dest() if cfg.repo else cfg.path
 
     def _refuse_other_workspace(self, document: Mapping[str, Any], ids: Mapping[str, Any]) -> bool:
         """Refuse an event naming another workspace than the configured one (hooks act on
@@ -660,8 +736,7 @@ class Worker(ClosesOnExit):
                 f'relative; give an absolute path (for example --workspace "$PWD/{cfg.path}")'
             )
         if cfg.repo:
-            dest = self._configured_root()
-            assert dest is not None
+            dest = self._clone_dest()
             with _locked(self._clone_lock(dest)):
                 if (dest / ".git").exists():
                     return workspace.adopt(dest, trust_project_hooks=trust)
@@ -695,6 +770,12 @@ class Worker(ClosesOnExit):
         raise workspace.WorkspaceError(
             "no workspace: give --workspace DIR, --repo URL, or workspace_roots in the payload"
         )
+
+    def _clone_dest(self) -> Path:
+        """Where the configured repository is cloned."""
+        cfg = self.settings.workspace
+        key = hashlib.sha256(f"{cfg.repo}\n{cfg.ref}".encode()).hexdigest()[:16]
+        return cfg.path or self.settings.clone_dir / key
 
     def _hand_over(self, root: Path) -> None:
         """A clone this worker made as root belongs to the unprivileged hook uid, so hooks
@@ -776,7 +857,7 @@ class Worker(ClosesOnExit):
                 "stderr_excerpt": self.audit.excerpt(result.stderr),
                 "sandbox_id": result.sandbox_id,
             }
-            self.audit.append("environment", fields)
+            self.audit.append(RecordKind.ENVIRONMENT, fields)
             if result.outcome is not Outcome.OK:
                 tail = result.stderr.decode(errors="replace").strip()[-300:]
                 raise project_environment.EnvironmentBuildError(
@@ -808,7 +889,7 @@ class Worker(ClosesOnExit):
         shown: transcript.Transcript | None = None,
         homes: Mapping[SourceKind, _Home] | None = None,
     ) -> Sandbox:
-        network = self.egress.network_for(str(kind))
+        network = self.egress.network_for(str(kind), session)
         image = self._environment_image(ws, session) if kind is SourceKind.PROJECT else None
         profile = self._sandbox_profile(str(kind), network, image)
         uid, gid = identity_for(profile, ws.root)
@@ -845,6 +926,7 @@ class Worker(ClosesOnExit):
             agent_dir=agent_dir,
             home=home,
             transcript=shown.mount if shown is not None else None,
+            on_start=self.egress.bind if network is not None else None,
         )
         if self._pool is not None and profile.isolation == "session":
             return self._pool.borrow(spec)
@@ -892,7 +974,8 @@ class Worker(ClosesOnExit):
             if source.status is not SourceStatus.BROKEN and not unseen:
                 continue
             for diagnostic in source.diagnostics:
-                if diagnostic.code == "source-absent":
+                # a missing file the operator configured (an error) is recorded
+                if diagnostic.code == "source-absent" and diagnostic.severity != "error":
                     continue
                 out.append(
                     (
@@ -990,7 +1073,7 @@ def reap_orphans(client: docker.DockerClient, worker_id: str, audit: AuditWriter
         return 0
     for orphan in orphans:
         audit.append(
-            "reaped",
+            RecordKind.REAPED,
             {
                 "container_id": orphan.container_id,
                 "container_name": orphan.name,
@@ -1056,8 +1139,16 @@ def _safe_text(value: Any) -> str:
     return text.replace("\x00", "\\x00")
 
 
-def _frozen(values: list[str] | None) -> frozenset[str] | None:
-    return None if values is None else frozenset(values)
+def _nothing() -> None:
+    """Nothing to wait for."""
+
+
+class _Prepared(NamedTuple):
+    """What an event's hooks need besides the plan, made while its first record syncs."""
+
+    shown: transcript.Transcript | None
+    homes: dict[SourceKind, _Home]
+    sandboxes: SandboxSet
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,13 @@
-"""`python -m docsgen [--check]`: write (or check) the generated reference pages."""
+"""`python -m docsgen [--check]`: write (or check) the generated reference pages, and the
+generated parts of hand-written pages (between `<!-- docsgen: NAME -->` and
+`<!-- /docsgen: NAME -->`)."""
 
 from __future__ import annotations
 
 import argparse
 import difflib
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,15 +18,52 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 def pages() -> dict[str, Callable[[], str]]:
     # argparse wraps usage lines to the terminal width: pin it so the pages are stable
     os.environ["COLUMNS"] = "100"
-    from docsgen import cli, daemon_api, events, settings
+    from docsgen import claude_code, cli, daemon_api, events, settings
 
     return {
         "reference/cli.md": cli.render,
         "reference/settings.md": settings.render,
         "reference/events.md": events.render,
+        "concepts/claude-code.md": claude_code.render,
         "reference/routes.md": daemon_api.routes,
         "reference/metrics.md": daemon_api.metrics,
     }
+
+
+def fragments() -> dict[str, Callable[[], str]]:
+    from docsgen import audit_kinds
+
+    return {"audit-kinds": audit_kinds.render}
+
+
+FRAGMENT = re.compile(r"(<!-- docsgen: ([\w-]+) -->\n)(.*?)(<!-- /docsgen: \2 -->)", re.S)
+
+
+def fill(text: str, rendered: dict[str, str]) -> str:
+    """The page with each marked part replaced by what the code gives for it."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(2)
+        if name not in rendered:
+            raise SystemExit(f"docsgen: unknown generated part {name!r} (known: "
+                             f"{', '.join(rendered)})")  # fmt: skip
+        return f"{match.group(1)}\n{rendered[name]}\n{match.group(4)}"
+
+    return FRAGMENT.sub(replace, text)
+
+
+def generated(docs: Path) -> dict[str, str]:
+    """Every page with generated content: name under docs -> its text as it should be."""
+    out = {name: render() for name, render in pages().items()}
+    rendered = {name: render() for name, render in fragments().items()}
+    for path in sorted(docs.rglob("*.md")):
+        name = str(path.relative_to(docs))
+        if name in out:
+            continue
+        text = path.read_text()
+        if "<!-- docsgen: " in text:
+            out[name] = fill(text, rendered)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,9 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=Path, default=DOCS, help="the docs folder")
     args = parser.parse_args(argv)
     stale = []
-    for name, render in pages().items():
+    for name, text in generated(args.docs).items():
         path = args.docs / name
-        text = render()
         current = path.read_text() if path.exists() else ""
         if current == text:
             continue

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from cloudrunner.settings import ENV_KEYS, Settings
+from docsgen.comments import attribute_comments
 from docsgen.markdown import GENERATED_NOTE, code, table
 
 _SIMPLE = {"str": "string", "int": "integer", "float": "number", "bool": "boolean",
@@ -67,6 +68,10 @@ def _rows(model: type[BaseModel], prefix: str) -> list[tuple[str, list[tuple[str
     env_of = {dotted: name for name, dotted in ENV_KEYS.items()}
     rows: list[tuple[str, ...]] = []
     nested: list[tuple[str, list[tuple[str, ...]]]] = []
+    comments: dict[str, str] = {}  # for models that document fields with `#:` comments
+    for base in reversed(model.__mro__):
+        if issubclass(base, BaseModel) and base.__module__.startswith("cloudrunner."):
+            comments.update(attribute_comments(base))
     for name, info in model.model_fields.items():
         dotted = f"{prefix}{name}"
         annotation = info.annotation
@@ -80,7 +85,7 @@ def _rows(model: type[BaseModel], prefix: str) -> list[tuple[str, list[tuple[str
                 _type_name(annotation),
                 _default(info),
                 code(env) if env else "",
-                info.description or "",
+                info.description or comments.get(name, ""),
             )
         )
     return [(prefix.rstrip(".") or "top level", rows), *nested]
@@ -99,6 +104,11 @@ def render() -> str:
         "file; `cloudrunner config show` prints the effective settings.",
         "",
         "Sizes take a byte count or a number with a unit (`512MiB`, `64m`, `1g`; binary units).",
+        "",
+        "Paths: a relative path in a settings file is relative to the directory of that file,",
+        "never to the directory the process starts in; a path given by a variable or a flag",
+        "must be absolute (a relative one is refused, naming the variable and the key). The",
+        "enterprise and team hooks paths must lie outside the workspace.",
         "",
     ]
     for title, rows in _rows(Settings, ""):

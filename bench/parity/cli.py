@@ -138,10 +138,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep each event's directory")
     parser.add_argument(
         "--client",
-        choices=("installed", "isolated"),
+        choices=("installed", "isolated", "compiled"),
         default="installed",
-        help="start the per-event client as installed (`cloudrunner hook`), or isolated as "
-        "the VM guide recommends (`python -IS <path>/cloudrunner hook`); default installed",
+        help="start the per-event client as installed (`cloudrunner hook`), isolated "
+        "(`python -IS <path>/cloudrunner hook`), or compiled (`cloudrunner-hook hook`, built "
+        "by scripts/setup beside it); default installed",
     )
     args = parser.parse_args(argv)
     cache: Path = args.cache

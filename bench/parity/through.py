@@ -22,7 +22,7 @@ from typing import Any
 
 import tomli_w
 
-from bench.daemon import cloudrunner_command
+from bench.daemon import cloudrunner_command, compiled_client
 from bench.parity.compare import WorkspaceFacts
 from cloudrunner import client
 
@@ -59,7 +59,8 @@ class Daemon:
     worker_id: str
     runtime: str
     profile: str = "cloud"
-    #: "installed" (the command as installed) or "isolated" (`python -IS` that file)
+    #: "installed" (the command as installed), "isolated" (`python -IS` that file) or
+    #: "compiled" (`cloudrunner-hook`, the Go client beside it)
     client: str = "installed"
     proc: subprocess.Popen[bytes] | None = None
     log: list[str] = field(default_factory=list)
@@ -147,6 +148,8 @@ class Daemon:
         command = cloudrunner_command()
         if self.client == "isolated" and len(command) == 1:
             command = [sys.executable, "-IS", command[0]]
+        elif self.client == "compiled":
+            command = [str(compiled_client())]
         start = time.perf_counter()
         proc = subprocess.run(
             [*command, "hook", event],

@@ -18,8 +18,34 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from cloudrunner.audit.pipeline import format_time
+from cloudrunner.audit.records import RecordKind
 from cloudrunner.errors import CloudrunnerError
 
+#: the event names `--event` takes: the protocol's events, spelled here because the audit
+#: readers must not import the protocol core (pydantic); a unit test keeps them equal
+EVENT_NAMES = (
+    "preToolUse",
+    "postToolUse",
+    "postToolUseFailure",
+    "subagentStart",
+    "subagentStop",
+    "beforeShellExecution",
+    "afterShellExecution",
+    "beforeReadFile",
+    "afterFileEdit",
+    "beforeSubmitPrompt",
+    "preCompact",
+    "stop",
+    "afterAgentResponse",
+    "afterAgentThought",
+    "sessionStart",
+    "sessionEnd",
+    "beforeMCPExecution",
+    "afterMCPExecution",
+    "beforeTabFileRead",
+    "afterTabFileEdit",
+    "workspaceOpen",
+)
 #: decision labels, in the order `audit stats` prints them
 DECISION_LABELS = ("deny", "ask", "block", "followup", "allow", "none")
 
@@ -43,6 +69,14 @@ def decision_label(answer: object) -> str | None:
     if answer.get("continue") is True:
         return "allow"
     return "none"
+
+
+def answer_of(record: Mapping[str, Any]) -> object:
+    """The answer a record holds: an event's `decision`, or the `answer` a client gave
+    without a daemon (a `fallback` record)."""
+    if record.get("kind") == "fallback":
+        return record.get("answer")
+    return record.get("decision")
 
 
 def parse_time(text: str, *, now: datetime | None = None, flag: str = "--since") -> str:
@@ -109,7 +143,7 @@ class RecordFilter:
             command = record.get("command")
             if not isinstance(command, str) or not any(c in command for c in self.commands):
                 return False
-        if self.decisions and decision_label(record.get("decision")) not in self.decisions:
+        if self.decisions and decision_label(answer_of(record)) not in self.decisions:
             return False
         if self.since is not None or self.until is not None:
             moment = record.get("time")
@@ -160,13 +194,15 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KIND",
-        help="hook, decision, gated, refused, skipped, environment, reaped, egress, torn_record",
+        help=", ".join(kind.value for kind in RecordKind),
     )
     group.add_argument("--session", action="append", default=[], metavar="ID")
     group.add_argument(
         "--conversation", action="append", default=[], metavar="ID", help="conversation_id"
     )
-    group.add_argument("--event", action="append", default=[], metavar="NAME")
+    group.add_argument(
+        "--event", action="append", default=[], metavar="NAME", help="an event name, e.g. stop"
+    )
     group.add_argument(
         "--source", action="append", default=[], choices=["enterprise", "team", "project", "user"]
     )
@@ -200,9 +236,22 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--until", metavar="TIME", help="as --since; both bounds inclusive")
 
 
+def _known(flag: str, given: Sequence[str], valid: Sequence[str]) -> tuple[str, ...]:
+    """The values as given, or an error naming the first unknown one and every valid one
+    (a misspelt filter would otherwise match nothing and look like an empty log)."""
+    for value in given:
+        if value not in valid:
+            raise CloudrunnerError(f"{flag} {value!r} is not one of: {', '.join(valid)}")
+    return tuple(given)
+
+
 def filter_from(args: argparse.Namespace) -> RecordFilter:
     def values(name: str) -> tuple[str, ...]:
         given: Sequence[str] = getattr(args, name, None) or ()
+        if name == "kind":
+            return _known("--kind", given, [kind.value for kind in RecordKind])
+        if name == "event":
+            return _known("--event", given, EVENT_NAMES)
         return tuple(given)
 
     since = getattr(args, "since", None)

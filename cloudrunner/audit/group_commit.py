@@ -87,3 +87,27 @@ class GroupCommit:
             cond.notify_all()
         if covered < generation:  # cannot happen: the sync covers all that was written
             raise RuntimeError(f"audit sync covered generation {covered}, not {generation}")
+
+
+class Durability:
+    """One generation written, not yet known to be on disk: `wait()` returns once it is
+    there (syncing it, or sharing a sync under way, as `GroupCommit.wait`), or raises the
+    error of the sync that failed it."""
+
+    __slots__ = ("_generation", "_group")
+
+    def __init__(self, group: GroupCommit | None, generation: int) -> None:
+        self._group = group
+        self._generation = generation
+
+    @property
+    def done(self) -> bool:
+        return self._group is None or self._group.durable >= self._generation
+
+    def wait(self) -> None:
+        if self._group is not None:
+            self._group.wait(self._generation)
+
+
+#: nothing to wait for (fsync "never")
+DURABLE_NOW = Durability(None, 0)

@@ -15,7 +15,12 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from cloudrunner.audit.filters import RecordFilter, add_filter_arguments, decision_label
+from cloudrunner.audit.filters import (
+    RecordFilter,
+    add_filter_arguments,
+    answer_of,
+    decision_label,
+)
 from cloudrunner.audit.parallel import Task, default_jobs, per_file, work_of
 from cloudrunner.audit.reader import Entry, expand, read_file, read_logs
 from cloudrunner.errors import CloudrunnerError, ExitCode
@@ -56,7 +61,11 @@ def table_row(record: dict[str, Any]) -> str:
     duration = record.get("duration_ms")
     hook = record.get("command")
     if not isinstance(hook, str):
-        hook = record.get("reason") if record.get("kind") != "hook" else ""
+        kind = record.get("kind")
+        if kind == "fallback":  # what went wrong: the daemon down, or the line invalid
+            hook = record.get("invalid") or record.get("problem")
+        else:
+            hook = record.get("reason") if kind != "hook" else ""
     return _row(
         (
             str(record.get("time", "")),
@@ -66,7 +75,7 @@ def table_row(record: dict[str, Any]) -> str:
             str(record.get("source") or ""),
             " ".join(str(hook or "").split()),
             str(record.get("outcome") or ""),
-            decision_label(record.get("decision")) or "",
+            decision_label(answer_of(record)) or "",
             f"{duration:.1f}" if isinstance(duration, int | float) else "",
             str(record.get("conversation_id") or ""),
         )

@@ -27,10 +27,18 @@ class RecordKind(StrEnum):
     REFUSED = "refused"
     #: an event, source or hook skipped without running (prompt hook, user source, ...)
     SKIPPED = "skipped"
+    #: a project's `.cursor/environment.json` image built (or found built) and its install
+    #: command run, with the image and how the install ended
+    ENVIRONMENT = "environment"
+    #: an orphaned sandbox (left by a worker that died) removed when a worker starts
+    REAPED = "reaped"
     #: written by the writer itself: acknowledges bytes left by a writer killed mid-record
     TORN_RECORD = "torn_record"
     #: one connection attempt through the egress proxy, allowed or refused
     EGRESS = "egress"
+    #: an event a client answered while no daemon answered (a line of the fallback spool,
+    #: taken in when the daemon next starts), or a spool line that was not valid
+    FALLBACK = "fallback"
 
 
 class EventFields(TypedDict, total=False):
@@ -79,6 +87,45 @@ class HookFields(EventFields, total=False):
     stderr_digest: TextDigest
     #: a failure the sandbox caused (kind, subject, message, the stderr line that showed it)
     sandbox_cause: dict[str, Any]
+
+
+class FallbackFields(TypedDict, total=False):
+    """An event answered by a client without a daemon (see cloudrunner/audit/fallback.py).
+
+    A valid spool line gives every field but `invalid`, `line_sha256` and `line_bytes`; an
+    invalid one only `spool`, `spool_line`, `invalid` and (for a line) its sha256 and size."""
+
+    #: the spool file the line was read from, and its line number (0: the file itself)
+    spool: str
+    spool_line: int
+    #: why the line (or the spool) is not a valid spool line
+    invalid: str
+    #: sha256 of the invalid line's bytes (without its newline), and their count
+    line_sha256: str
+    line_bytes: int
+    #: the client's clock when it answered (the record's `time` is when it was taken in)
+    client_time: str
+    event: str
+    #: blocked or allowed
+    outcome: str
+    #: what the client answered
+    answer: dict[str, Any]
+    #: why no daemon answered, as the client said it
+    problem: str
+    #: flag, env, policy or no-policy: what chose fail-closed or fail-open
+    decided_by: str
+    #: the daemon id of the fail policy the client read (None: no policy)
+    policy_daemon: str | None
+    #: cloudrunner-hook (compiled) or cloudrunner hook (Python), and its process id
+    client: str
+    client_pid: int
+    conversation_id: str | None
+    generation_id: str | None
+    #: sha256 of the payload the client was given on stdin
+    payload_sha256: str
+    spool_version: int
+    #: keys of the spool line that are not spool fields (ignored)
+    ignored_keys: list[str]
 
 
 class TornSpanFields(TypedDict):

@@ -42,7 +42,12 @@ from cloudrunner.audit.config import (
     FsyncPolicy,
 )
 from cloudrunner.audit.errors import AuditLogError
-from cloudrunner.audit.group_commit import GroupCommit, SyncFailed
+from cloudrunner.audit.group_commit import (
+    DURABLE_NOW,
+    Durability,
+    GroupCommit,
+    SyncFailed,
+)
 from cloudrunner.audit.lines import LogTail, TornSpan, read_tail
 from cloudrunner.audit.pipeline import (
     ChainHead,
@@ -251,6 +256,28 @@ class AuditWriter(ClosesOnExit):
             with self._arrivals_lock:
                 self._arrivals -= 1
         return written
+
+    def append_unsynced(
+        self, kind: RecordKind | str, fields: Mapping[str, Any]
+    ) -> tuple[AuditRecord, Durability]:
+        """Append one record without syncing it; its `Durability.wait()` makes it durable
+        (one fdatasync, shared with concurrent events through the group commit) and raises
+        AuditLogError when it cannot be. For a caller with work to do while the disk
+        works: an event's `received` record must be durable before a hook starts, not
+        before the event's sandbox is borrowed. Under fsync "never" nothing is synced, as
+        for `append(durable=True)`."""
+        prepared = self._prepare(kind, fields)
+        with self._locked():
+            self._batching = True
+            try:
+                record = self._logger.audit(prepared)
+            finally:
+                self._batching = False
+                self._generation += 1
+                generation = self._generation
+        if self.config.fsync is FsyncPolicy.NEVER:
+            return record, DURABLE_NOW
+        return record, Durability(self._group, generation)
 
     def sync(self) -> None:
         """Force what was written to disk, whatever the fsync policy."""

@@ -6,7 +6,7 @@ without the rest of the package: the standard library only."""
 import sys
 
 from cloudrunner.client import Unreachable, UsageError, endpoint_from, request
-from cloudrunner.commands.hook import add_endpoint_arguments, usage_error
+from cloudrunner.commands.hook import add_endpoint_arguments, seconds_above_zero, usage_error
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ def add_health_arguments(parser: "argparse.ArgumentParser") -> None:
     parser.add_argument(
         "--ready", action="store_true", help="check /readyz (engine and images) instead of /healthz"
     )
-    parser.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS")
+    parser.add_argument("--timeout", type=seconds_above_zero, default=5.0, metavar="SECONDS")
 
 
 def health_command(args: "argparse.Namespace") -> int:

@@ -4,9 +4,12 @@ hook). `main` here is also the entry for `cloudrunner health` (cloudrunner/comma
 the launcher and `cloudrunner.cli.main` hand both words straight to it.
 
 When no daemon answers, it runs the event in process if allowed (`--fallback
-in-process`), and otherwise answers by the policy: fail-open (the neutral answer) or,
-with `--fail-closed`, a block on events that can block; either way with one line on
-stderr saying what is down.
+in-process`), and otherwise answers by the fail policy (cloudrunner/client_fallback.py:
+--fail-closed / --fail-open, then CLOUDRUNNER_FAIL_CLOSED, then the policy file the daemon
+publishes): a block on events that can block, or the neutral answer; either way with one
+line on stderr saying what is down, and a line in the fallback spool for the daemon's
+audit log. The compiled client (client/, `cloudrunner-hook`) behaves the same, word for
+word; `--in-process` is what it runs for `--fallback in-process`.
 
 Like cloudrunner/client.py (the transport), this module starts on every agent step:
 the success path imports only the standard library (no argparse: the flags are parsed by
@@ -22,14 +25,17 @@ from cloudrunner.client import (
     BLOCKING_EVENTS,
     DEFAULT_STATE_DIR,
     SOCKET_NAME,
+    Endpoint,
     HttpReply,
     Unreachable,
     UsageError,
+    bad_event_name,
     blocked_answer,
     blocks,
     endpoint_from,
     env_var,
     neutral_answer,
+    os_text,
     request,
 )
 
@@ -37,6 +43,7 @@ TYPE_CHECKING = False  # typing itself costs ~10 ms to import; mypy honours this
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
+    from typing import Any, NoReturn
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -56,7 +63,9 @@ class HookOptions:
         "event",
         "exit_code",
         "fail_closed",
+        "fail_open",
         "fallback",
+        "in_process",
         "socket",
         "timeout",
         "token_file",
@@ -71,6 +80,8 @@ class HookOptions:
         self.exit_code = False
         self.fallback: str | None = None
         self.fail_closed: bool | None = None
+        self.fail_open: bool | None = None
+        self.in_process = False
         self.config: str | None = None
         self.timeout = 600.0
 
@@ -91,15 +102,17 @@ def fast_hook_options(words: "Sequence[str]") -> "HookOptions | None":
         if name in _VALUE_FLAGS:
             if eq:
                 value = inline
-            elif index + 1 < len(words):
+            elif index + 1 < len(words) and not words[index + 1].startswith("-"):
                 index += 1
                 value = words[index]
             else:
-                return None
+                return None  # argparse says what is missing (or takes a negative number)
             if name == "--timeout":
                 try:
                     options.timeout = float(value)
                 except ValueError:
+                    return None
+                if not 0 < options.timeout < 1e9:  # also refuses nan
                     return None
             elif name == "--fallback":
                 if value not in ("none", "in-process"):
@@ -111,10 +124,14 @@ def fast_hook_options(words: "Sequence[str]") -> "HookOptions | None":
             options.exit_code = True
         elif word == "--fail-closed":
             options.fail_closed = True
+        elif word == "--fail-open":
+            options.fail_open = True
+        elif word == "--in-process":
+            options.in_process = True
         else:
             return None
         index += 1
-    if options.socket and options.url:
+    if (options.socket and options.url) or (options.fail_closed and options.fail_open):
         return None
     return options
 
@@ -136,18 +153,45 @@ def add_hook_arguments(parser: "argparse.ArgumentParser") -> None:
         help="with no daemon: run the event in this process (in-process), or answer by the "
         "policy (none, the default; CLOUDRUNNER_FALLBACK)",
     )
-    parser.add_argument(
+    policy = parser.add_mutually_exclusive_group()
+    policy.add_argument(
         "--fail-closed",
         action="store_true",
         default=None,
-        help="when the event cannot be answered, block it (events that can block) instead of "
-        "letting it through (CLOUDRUNNER_FAIL_CLOSED=1)",
+        help="when no daemon answers, block the event (events that can block), whatever the "
+        "daemon's published fail policy says (CLOUDRUNNER_FAIL_CLOSED=1)",
+    )
+    policy.add_argument(
+        "--fail-open",
+        action="store_true",
+        default=None,
+        help="when no daemon answers, let the event through, whatever the daemon's published "
+        "fail policy says (CLOUDRUNNER_FAIL_CLOSED=0)",
+    )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the event in this process without asking a daemon (what --fallback "
+        "in-process does once no daemon answers; cloudrunner-hook runs this)",
     )
     parser.add_argument("--config", metavar="FILE", help="settings file for --fallback in-process")
     parser.add_argument(
-        "--timeout", type=float, default=600.0, metavar="SECONDS",
+        "--timeout", type=seconds_above_zero, default=600.0, metavar="SECONDS",
         help="how long to wait for the answer (default 600)",
     )  # fmt: skip
+
+
+def seconds_above_zero(text: str) -> float:
+    """--timeout's value: a number of seconds above 0 (both clients say the same)."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1e9:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
 
 
 def add_endpoint_arguments(parser: "argparse.ArgumentParser") -> None:
@@ -165,20 +209,65 @@ def add_endpoint_arguments(parser: "argparse.ArgumentParser") -> None:
     )
 
 
+class _Policy:
+    """What the fail policy needs besides the problem: the event, its bytes, the overrides."""
+
+    __slots__ = ("endpoint", "env", "event", "exit_code", "flag", "payload")
+
+    def __init__(
+        self, event: str, flag: "bool | None", env: "bool | None", endpoint: Endpoint,
+        exit_code: bool,
+    ) -> None:  # fmt: skip
+        self.event = event
+        self.flag = flag
+        self.env = env
+        self.endpoint = endpoint
+        self.exit_code = exit_code
+        self.payload = b""
+
+
+def _env_fail_closed() -> "bool | None":
+    """CLOUDRUNNER_FAIL_CLOSED: 1/true/yes closed, 0/false/no open, unset or empty None."""
+    value = env_var("CLOUDRUNNER_FAIL_CLOSED")
+    if not value:
+        return None
+    if value.lower() in ("1", "true", "yes"):
+        return True
+    if value.lower() in ("0", "false", "no"):
+        return False
+    raise UsageError(
+        f"CLOUDRUNNER_FAIL_CLOSED={value!r} must be 1, true or yes (fail closed) "
+        "or 0, false or no (fail open)"
+    )
+
+
 def hook_command(args: "HookOptions | argparse.Namespace") -> int:
     event: str = args.event
-    closed_env = (env_var("CLOUDRUNNER_FAIL_CLOSED") or "").lower()
-    fail_closed = bool(args.fail_closed) or closed_env in ("1", "true", "yes")
+    if bad_event_name(event):
+        return usage_error(
+            f"EVENT {event!r} is not a hook event name (ASCII letters and digits, "
+            "like beforeShellExecution)"
+        )
+    flag = True if args.fail_closed else False if args.fail_open else None
     fallback = args.fallback or env_var("CLOUDRUNNER_FALLBACK") or "none"
     if fallback not in ("none", "in-process"):
         return usage_error(f"CLOUDRUNNER_FALLBACK={fallback!r} must be none or in-process")
     try:
+        env = _env_fail_closed()
         endpoint = endpoint_from(args.socket, args.url, args.token_file)
     except UsageError as exc:
         return usage_error(str(exc))
+    if sys.stdin is None:  # the agent closed descriptor 0 before starting the client
+        return usage_error("cloudrunner hook reads the event JSON on stdin, and stdin is closed")
     if sys.stdin.isatty():
         return usage_error("cloudrunner hook reads the event JSON on stdin; pipe it in")
-    payload = sys.stdin.buffer.read()
+    policy = _Policy(event, flag, env, endpoint, args.exit_code)
+    try:
+        payload = policy.payload = sys.stdin.buffer.read()
+    except OSError as exc:  # a directory, a descriptor opened for writing only, ...
+        return usage_error(f"cannot read the event JSON on stdin ({os_text(exc)})")
+    if args.in_process:
+        return _in_process(payload, args, policy)
     problem: str
     try:
         reply = request(endpoint, "POST", f"/v1/events/{event}", payload, timeout_s=args.timeout)
@@ -190,13 +279,14 @@ def hook_command(args: "HookOptions | argparse.Namespace") -> int:
             return _answer(reply.body, args.exit_code and blocked)
         code, message = _error_of(reply)
         if code != "draining":
-            # The daemon is up and refused the event: the policy answers, no fallback.
-            return _by_policy(event, f"the daemon refused the event: {message}", fail_closed,
-                              args.exit_code)  # fmt: skip
+            # The daemon is up and refused the event (and recorded it or said why it could
+            # not): the policy answers, no fallback, nothing spooled.
+            return _by_policy(policy, f"the daemon refused the event: {message}", spool=False)
         problem = message
     if fallback == "in-process":
-        return _in_process(event, payload, args, problem, fail_closed)
-    return _by_policy(event, problem, fail_closed, args.exit_code)
+        print(f"cloudrunner: {problem}; running the event in process", file=sys.stderr)
+        return _in_process(payload, args, policy)
+    return _by_policy(policy, problem, spool=True)
 
 
 def _answer(body: bytes, blocked: bool) -> int:
@@ -228,38 +318,55 @@ def _error_of(reply: HttpReply) -> tuple[str, str]:
     import json
 
     try:
-        data = json.loads(reply.body)
-        error = data["error"]
-        return str(error["code"]), str(error["message"])
-    except (ValueError, KeyError, TypeError):
-        text = reply.body.decode(errors="replace").strip()[:200]
-        return "http-" + str(reply.status), f"HTTP {reply.status}: {text}"
+        error = json.loads(reply.body)["error"]
+        code, message = error["code"], error["message"]
+    except (ValueError, KeyError, TypeError, IndexError, RecursionError):
+        code = message = None
+    if isinstance(code, str) and isinstance(message, str):
+        return code, message
+    text = reply.body.decode(errors="replace").strip()[:200]
+    return "http-" + str(reply.status), f"HTTP {reply.status}: {text}"
 
 
-def _by_policy(event: str, problem: str, fail_closed: bool, exit_code: bool) -> int:
+def _by_policy(policy: _Policy, problem: str, *, spool: bool) -> int:
+    """The answer without the daemon's: blocked or neutral per the fail policy, said on
+    stderr, and (`spool`: no daemon answered at all) appended to the fallback spool."""
     import json
 
-    if fail_closed and event in BLOCKING_EVENTS:
+    from cloudrunner import client_fallback
+
+    event = policy.event
+    directory = client_fallback.run_dir(policy.endpoint)
+    decision = client_fallback.decide(event, policy.flag, policy.env, directory)
+    blocked = decision.closed and event in BLOCKING_EVENTS
+    if blocked:
         message = (
             f"cloudrunner could not run the hooks, so this is blocked (fail-closed): {problem}"
         )
         answer = blocked_answer(event, message)
-        print(f"cloudrunner: {problem}; blocking (fail-closed)", file=sys.stderr)
-        return _answer(json.dumps(answer).encode(), exit_code)
-    answer = neutral_answer(event)
-    print(f"cloudrunner: {problem}; letting the event through (fail-open)", file=sys.stderr)
-    return _answer(json.dumps(answer).encode(), False)
+        line = f"cloudrunner: {problem}; blocking (fail-closed)"
+        if decision.decided_by == "policy":
+            line += f" (a failClosed hook is configured for {event}, per {decision.policy_path})"
+    else:
+        answer = neutral_answer(event)
+        line = f"cloudrunner: {problem}; letting the event through (fail-open)"
+    print(line, file=sys.stderr)
+    for note in decision.notes:
+        print(note, file=sys.stderr)
+    if spool:
+        record = client_fallback.spool_line(
+            event, answer, blocked, problem, decision, policy.payload
+        )
+        unrecorded = client_fallback.append_spool(directory, record)
+        if unrecorded:
+            print(unrecorded, file=sys.stderr)
+    body = json.dumps(answer, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return _answer(body.encode("utf-8", "replace"), policy.exit_code and blocked)
 
 
-def _in_process(
-    event: str,
-    payload: bytes,
-    args: "HookOptions | argparse.Namespace",
-    problem: str,
-    fail_closed: bool,
-) -> int:
+def _in_process(payload: bytes, args: "HookOptions | argparse.Namespace", policy: _Policy) -> int:
     """The slow path: no daemon, so run the event here (imports the whole worker)."""
-    print(f"cloudrunner: {problem}; running the event in process", file=sys.stderr)
+    event = policy.event
     import json
     from pathlib import Path
 
@@ -274,7 +381,7 @@ def _in_process(
         with Worker(settings) as worker:
             reply = worker.handle(payload, event)
     except CloudrunnerError as exc:
-        return _by_policy(event, exc.message, fail_closed, args.exit_code)
+        return _by_policy(policy, exc.message, spool=False)
     body = json.dumps(reply.answer, ensure_ascii=False).encode()
     return _answer(body, args.exit_code and blocks(reply.answer))
 
@@ -284,17 +391,31 @@ def usage_error(message: str) -> int:
     return 64
 
 
+def _usage_parser() -> "type[argparse.ArgumentParser]":
+    """argparse, but a mistake is one line and exit 64 (EX_USAGE), like cloudrunner-hook."""
+    import argparse
+
+    class UsageParser(argparse.ArgumentParser):
+        def __init__(self, *args: "Any", **kwargs: "Any") -> None:
+            kwargs.setdefault("allow_abbrev", False)  # --exit is no --exit-code in either
+            super().__init__(*args, **kwargs)
+
+        def error(self, message: str) -> "NoReturn":
+            print(f"cloudrunner: error: {message}", file=sys.stderr)
+            raise SystemExit(64)
+
+    return UsageParser
+
+
 def main(argv: "Sequence[str]") -> int:
     """`cloudrunner hook ...` / `cloudrunner health ...`, parsed without the full CLI."""
     try:
         options = fast_hook_options(argv)
         if options is not None:
             return hook_command(options)
-        import argparse
-
         from cloudrunner.commands import health
 
-        parser = argparse.ArgumentParser(prog="cloudrunner")
+        parser = _usage_parser()(prog="cloudrunner")
         sub = parser.add_subparsers(dest="command", required=True)
         add_hook_arguments(sub.add_parser("hook", help="the per-event client"))
         health.add_health_arguments(sub.add_parser("health", help="check the daemon"))

@@ -1,9 +1,12 @@
 """`cloudrunner hooks digest`: print the digest of a repository's project hooks, to approve
-in `sources.project_digests` (the digest itself is cloudrunner/pinning.py)."""
+in `sources.project_digests` (the digest itself is cloudrunner/pinning.py); `--files` lists
+what it covers and what it cannot see (a command built at run time, a line that cannot be
+parsed), which a reviewer must read by hand."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from cloudrunner.command_groups import command_group, subcommand
@@ -27,24 +30,56 @@ def add_digest_arguments(parser: argparse.ArgumentParser) -> None:
         help="the repository whose .cursor/hooks.json is digested (default: .)",
     )  # fmt: skip
     parser.add_argument(
-        "--files", action="store_true", help="also list every file the digest covers"
-    )
+        "--files", action="store_true",
+        help="also list every file the digest covers and what it cannot see",
+    )  # fmt: skip
+    parser.add_argument(
+        "--path", action="append", default=[], metavar="GLOB",
+        help="also cover these repository files (as sources.project_digest_paths; "
+        "added to the settings' own)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--config", type=Path, default=None, metavar="FILE",
+        help="the worker settings whose sources.project_digest_paths apply "
+        "(default: CLOUDRUNNER_CONFIG, else /etc/cloudrunner/config.toml when it exists)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--file", default=".cursor/hooks.json", metavar="PATH",
+        choices=[".cursor/hooks.json", ".claude/settings.json", ".claude/settings.local.json"],
+        help="the hooks file to digest, relative to DIR (Claude Code files are approved "
+        "one by one; default: .cursor/hooks.json)",
+    )  # fmt: skip
 
 
 def digest_command(args: argparse.Namespace) -> int:
-    from cloudrunner.pinning import DigestError, compute
-    from cloudrunner.sources import HOOKS_FILE_NAME, HooksFileRefused, read_hooks_bytes
+    from cloudrunner.pinning import DigestError, check_glob, compute
+    from cloudrunner.settings import load_settings
+    from cloudrunner.sources import HooksFileRefused, read_hooks_bytes
 
     root: Path = args.directory
     if not root.is_dir():
         raise DigestError(f"{root} is not a directory; give the repository's root")
-    path = root / ".cursor" / HOOKS_FILE_NAME
+    relative = getattr(args, "file", ".cursor/hooks.json")
+    path = root / relative
     try:
         data = read_hooks_bytes(path, root)
     except FileNotFoundError:
-        raise DigestError(f"{path} does not exist: {root} has no project hooks") from None
+        raise DigestError(
+            f"{path} does not exist: {root} has no project hooks in {relative}"
+        ) from None
     except HooksFileRefused as exc:
         raise DigestError(exc.message) from None
-    result = compute(root, data)
+    try:
+        extra = [check_glob(glob) for glob in args.path]
+    except ValueError as exc:
+        raise DigestError(f"--path: {exc}") from None
+    globs = [*load_settings(args.config).sources.project_digest_paths, *extra]
+    result = compute(root, data, relative, extra_paths=globs)
     print(result.render() if args.files else result.digest)
+    if result.unseen and not args.files:
+        print(
+            f"note: the digest cannot see {len(result.unseen)} part(s) of the commands "
+            "(built at run time, or unparsable); `--files` lists them",
+            file=sys.stderr,
+        )
     return 0

@@ -27,6 +27,14 @@ SETTINGS_FLAGS: dict[str, tuple[str, dict[str, object]]] = {
         {"type": Path, "metavar": "FILE", "help": "a missing file means no enterprise hooks"},
     ),
     "--team-hooks": ("sources.team_hooks", {"type": Path, "metavar": "PATH"}),
+    "--claude-code": (
+        "sources.claude_code",
+        {
+            "action": "store_const",
+            "const": True,
+            "help": "also load the workspace's Claude Code hooks (.claude/settings*.json)",
+        },
+    ),
     "--audit-log": ("audit.path", {"type": Path, "metavar": "FILE"}),
     "--state-dir": ("state_dir", {"type": Path, "metavar": "DIR"}),
     "--isolation": ("sandbox.isolation", {"choices": ["hook", "session"]}),

@@ -11,7 +11,6 @@ audit records are written; only the answer has nowhere to go.
 from __future__ import annotations
 
 import asyncio
-import functools
 import hmac
 import json
 import traceback
@@ -28,6 +27,7 @@ from cloudrunner.daemon.core import DEFAULT_SESSION, Daemon, DaemonError
 from cloudrunner.daemon.metrics import CONTENT_TYPE
 from cloudrunner.daemon.openapi import OPERATIONS, Operation, document
 from cloudrunner.daemon.threads import ElasticPool
+from cloudrunner.worker import EventReply
 
 #: the largest body of a session-control request (not an event)
 CONTROL_BODY_CAP = 64 * 1024
@@ -165,16 +165,19 @@ class App:
             ) from None
         self.daemon.queue_event()  # counted (and waited for by a drain) from here on
         try:
-            future = self.events.submit(
-                functools.partial(self.daemon.handle_event, queued=True), session, event, payload
+            future = self.events.submit_to_loop(
+                asyncio.get_running_loop(), self._handle_queued, session, event, payload
             )
         except BaseException:
             self.daemon.unqueue_event()
             raise
         # the event runs to its end in its thread even when this client is gone
-        reply = await asyncio.wrap_future(future)
+        reply = await future
         headers = ((BLOCKED_HEADER, "true"),) if blocks(reply.answer) else ()
         return json_response(200, reply.answer, headers)
+
+    def _handle_queued(self, session: str, event: str, payload: bytes) -> EventReply:
+        return self.daemon.handle_event(session, event, payload, queued=True)
 
     async def list_sessions(self, request: Request, params: _Params) -> Response:
         sessions = await self._control(self.daemon.sessions)

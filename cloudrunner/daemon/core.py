@@ -25,7 +25,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cloudrunner import gate, hook_home
+from cloudrunner.audit.fallback import IngestReport, ingest
 from cloudrunner.closing import ClosesOnExit
+from cloudrunner.daemon.fail_policy import PolicyBook
 from cloudrunner.daemon.metrics import DaemonMetrics
 from cloudrunner.egress.manager import EgressRulesError
 from cloudrunner.egress.proxy import EgressUnavailable
@@ -34,6 +36,7 @@ from cloudrunner.protocol.events import EVENTS
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.session_pool import SessionPool
 from cloudrunner.settings import Settings
+from cloudrunner.sources import SourceSet
 from cloudrunner.worker import (
     EventReply,
     PayloadRefused,
@@ -110,10 +113,12 @@ class Daemon(ClosesOnExit):
         self._draining = False
         self._stop = threading.Event()
         self._registry = settings.state_dir / "daemon" / "sessions.json"
+        #: the fail policy published beside the socket for clients that find no daemon
+        self.policy = PolicyBook(settings.socket_path.parent, daemon_id=self.worker_id)
         self._sessions: dict[str, _Session] = {}
         self._sessions[DEFAULT_SESSION] = _Session(
             SessionInfo(DEFAULT_SESSION, None, None, None, _now()),
-            self._worker(settings, settings.state_dir),
+            self._worker(settings, settings.state_dir, session_id=DEFAULT_SESSION),
             settings.state_dir,
         )
         self._restore_sessions()
@@ -137,8 +142,11 @@ class Daemon(ClosesOnExit):
     # ------------------------------------------------------------------ life cycle
 
     def start(self) -> int:
-        """Reap what a killed daemon left behind (when the engine answers) and start the idle
-        sweeper; how many orphans were removed."""
+        """Before serving: take the fallback spool into the audit log, publish the fail
+        policy of the sources loaded now, reap what a killed daemon left behind (when the
+        engine answers) and start the idle sweeper; how many orphans were removed."""
+        self.take_spool()
+        self.publish_policy()
         removed = 0
         try:
             client = self.link.client()
@@ -148,6 +156,31 @@ class Daemon(ClosesOnExit):
             removed = reap_orphans(client, self.worker_id, self.audit)
         self._sweeper.start()
         return removed
+
+    def take_spool(self) -> IngestReport:
+        """Record the events clients answered while no daemon answered (`fallback`)."""
+        report = ingest(self.settings.socket_path.parent, self.audit)
+        if report.records:
+            print(
+                f"cloudrunner: {report.records} event(s) answered without a daemon taken from "
+                f"the fallback spool into the audit log as kind fallback"
+                + (f" ({report.invalid} invalid line(s), recorded as such)" if report.invalid
+                   else ""),
+                file=sys.stderr,
+                flush=True,
+            )  # fmt: skip
+        for problem in report.problems:
+            print(f"cloudrunner: warning: {problem}", file=sys.stderr, flush=True)
+        return report
+
+    def publish_policy(self) -> bool:
+        """Load every daemon session's sources as they are now and write the fail policy."""
+        with self._lock:
+            sessions = list(self._sessions.items())
+        for session_id, session in sessions:
+            root, sources = session.worker.startup_sources()
+            self.policy.observe(session_id, root, sources, publish=False)
+        return self.policy.publish()
 
     def drain(self, timeout_s: float) -> bool:
         """Refuse new events and wait for those in flight; True when all finished in time."""
@@ -304,6 +337,7 @@ class Daemon(ClosesOnExit):
             if session is None:
                 raise _unknown(session_id)
             self._save_registry()
+        self.policy.forget(session_id)
         closed = 0
         for ws in session.worker.workspaces():
             closed += self.pool.close_workspace(ws.root)
@@ -369,13 +403,25 @@ class Daemon(ClosesOnExit):
                                          "path": None})  # fmt: skip
         settings = self.settings.model_copy(update={"workspace": ws})
         gate_dir = self.settings.state_dir / "daemon" / "gates" / info.id
-        worker = self._worker(settings, gate_dir, home_root=_session_homes(settings, info.id))
+        worker = self._worker(
+            settings, gate_dir, home_root=_session_homes(settings, info.id), session_id=info.id
+        )
         return _Session(info, worker, gate_dir)
 
-    def _worker(self, settings: Settings, gate_dir: Path, home_root: Path | None = None) -> Worker:
+    def _worker(
+        self,
+        settings: Settings,
+        gate_dir: Path,
+        home_root: Path | None = None,
+        *,
+        session_id: str,
+    ) -> Worker:
+        def on_sources(root: Path, sources: SourceSet) -> None:
+            self.policy.observe(session_id, root, sources)
+
         return Worker(
             settings, client=self.link, audit=self.audit, pool=self.pool, gate_dir=gate_dir,
-            reap=False, home_root=home_root, egress=self.egress,
+            reap=False, home_root=home_root, egress=self.egress, on_sources=on_sources,
         )  # fmt: skip
 
     def _restore_sessions(self) -> None:

@@ -8,7 +8,9 @@ a burst.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import contextlib
 import queue
 import threading
 from collections.abc import Callable
@@ -16,7 +18,31 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_Item = tuple["concurrent.futures.Future[Any]", Callable[..., Any], tuple[Any, ...]]
+
+class _LoopWaiter:
+    """Where a result goes on an event loop: its asyncio future, settled on the loop."""
+
+    __slots__ = ("future", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.future: asyncio.Future[Any] = loop.create_future()
+
+    def deliver(self, ok: bool, value: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+            self.loop.call_soon_threadsafe(_settle, self.future, ok, value)
+
+
+def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if future.done():  # the awaiting task was cancelled
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+_Item = tuple["concurrent.futures.Future[Any] | _LoopWaiter", Callable[..., Any], tuple[Any, ...]]
 
 
 class ElasticPool:
@@ -49,6 +75,26 @@ class ElasticPool:
 
     def submit(self, func: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._put(future, func, args)
+        return future
+
+    def submit_to_loop(
+        self, loop: asyncio.AbstractEventLoop, func: Callable[..., T], *args: Any
+    ) -> asyncio.Future[T]:
+        """Run `func(*args)` on a thread; its result settles the asyncio future returned
+        (on `loop`, by one `call_soon_threadsafe`): the one hand-off back to the loop, with
+        no concurrent future and no chaining of one future to the other in between. The
+        call runs to its end even when the awaiting task is cancelled."""
+        waiter = _LoopWaiter(loop)
+        self._put(waiter, func, args)
+        return waiter.future
+
+    def _put(
+        self,
+        future: concurrent.futures.Future[Any] | _LoopWaiter,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+    ) -> None:
         with self._lock:
             if self._closed:
                 raise RuntimeError(f"the {self.name} pool is shut down")
@@ -62,7 +108,6 @@ class ElasticPool:
                 self._idle += 1  # counted idle until it takes its first item
                 thread.start()
             self._queue.put((future, func, args))
-        return future
 
     def _run(self) -> None:
         me = threading.current_thread()
@@ -87,7 +132,7 @@ class ElasticPool:
                 self._queued -= 1
                 self._idle -= 1
             outcome: tuple[bool, Any] | None = None
-            if future.set_running_or_notify_cancel():
+            if isinstance(future, _LoopWaiter) or future.set_running_or_notify_cancel():
                 try:
                     outcome = (True, func(*args))
                 except BaseException as exc:
@@ -96,7 +141,10 @@ class ElasticPool:
             # as soon as it has this answer) then finds this thread instead of starting one.
             with self._lock:
                 self._idle += 1
-            if outcome is not None:
+            if isinstance(future, _LoopWaiter):
+                assert outcome is not None
+                future.deliver(*outcome)
+            elif outcome is not None:
                 if outcome[0]:
                     future.set_result(outcome[1])
                 else:

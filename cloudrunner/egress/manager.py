@@ -1,6 +1,7 @@
-"""Egress for one worker: which network a source's sandbox joins, the proxy variables of
-each hook run, the rules file that can change the rules without a restart, and the
-`egress` audit records of what the proxy saw."""
+"""Egress for one worker: which network a source's sandbox joins (its own, for an
+allowlisted source), the proxy variables of each hook run and the end of its credential,
+the rules file that can change the rules without a restart, and the `egress` audit records
+of what the proxy saw."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 import threading
 import time
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,11 @@ import docker
 from pydantic import ValidationError
 
 from cloudrunner.egress.access_log import AccessLogReader, record_fields
-from cloudrunner.egress.credentials import CredentialIssuer, RunAttribution
+from cloudrunner.egress.credentials import CredentialIssuer, RunAttribution, user_of
 from cloudrunner.egress.proxy import EgressProxy
 from cloudrunner.egress.rules import SOURCE_KINDS, EgressSettings
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.sandbox.diagnostics import note
 
 #: how long to wait once for the proxy's last log lines after hooks that used it ran
 SETTLE_S = 0.05
@@ -77,6 +79,8 @@ class Egress:
         self._proxy: EgressProxy | None = None
         self._issuer: CredentialIssuer | None = None
         self._reader: AccessLogReader | None = None
+        #: (session, source) -> (network, subnets) of the sandbox networks this process uses
+        self._networks: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
         #: a rules-file problem, reported on every event until it is fixed
         self.problem: str | None = None
 
@@ -139,31 +143,75 @@ class Egress:
                     worker_id=self._worker_id,
                     image=self._settings.proxy_image,
                     outbound_network=self._settings.outbound_network,
+                    subnets=self._settings.sandbox_subnets,
+                    subnet_size=self._settings.sandbox_subnet_size,
                 )
-                self._issuer = CredentialIssuer(self._proxy.key())
+                self._issuer = CredentialIssuer(self._proxy.key(), self._proxy.book)
                 self._reader = AccessLogReader(self._proxy.log_path)
                 self._reader.skip_to_end()
             return self._proxy
 
-    def network_for(self, kind: str) -> str | None:
-        """The network a source's sandbox joins, or None to keep the profile's.
-        Raises EgressUnavailable when the proxy an allowlist needs cannot be had."""
+    def network_for(self, kind: str, session: str = "") -> str | None:
+        """The network a source's sandbox of one session joins, or None to keep the
+        profile's: for an allowlist, an internal network of that sandbox's own, with the
+        proxy on it. Raises EgressUnavailable when the proxy cannot be had."""
         settings = self.settings
         policy = settings.rules_for(kind).policy
         if policy == "allowlist":
-            return self._proxy_for().ensure(settings.allowlisted)
+            proxy = self._proxy_for()
+            proxy.ensure(settings.allowlisted)
+            name, subnets = proxy.sandbox_network(session, kind)
+            with self._lock:
+                if len(self._networks) > 4096:
+                    self._networks.clear()
+                self._networks[(session, kind)] = (name, subnets)
+            proxy.collect_if_due()
+            return name
         if policy == "open":
             named = self._default_networks(kind)
             return named if named != "none" else "bridge"
         return None
 
-    def hook_env(self, kind: str, attribution: RunAttribution) -> dict[str, str]:
-        """The proxy variables of one hook run of an allowlisted source (else none)."""
+    def hook_env(
+        self, kind: str, attribution: RunAttribution, *, timeout_s: float,
+        issued: list[str] | None = None,
+    ) -> dict[str, str]:  # fmt: skip
+        """The proxy variables of one hook run of an allowlisted source (else none): a
+        credential good from its session's sandbox network for `timeout_s` at most; its user
+        name is added to `issued`, whose runs `end` ends."""
         if self.policy(kind) != "allowlist":
             return {}
         self._proxy_for()
         assert self._issuer is not None
-        return self._issuer.environment(attribution)
+        found = self._networks.get((attribution.session, kind))
+        if found is None:
+            self.network_for(kind, attribution.session)
+            found = self._networks[(attribution.session, kind)]
+        network, subnets = found
+        user = self._issuer.issue(
+            attribution, network=network, subnets=subnets, lifetime_s=timeout_s
+        )
+        if issued is not None:
+            issued.append(user)
+        return self._issuer.environment(user)
+
+    def bind(self, container_id: str, env: Mapping[str, str]) -> None:
+        """Tie the credential in a run's `env` to the address of the container it runs in
+        (until then it is good from its sandbox's network). A failure leaves it at that,
+        and is logged."""
+        user = user_of(env.get("HTTP_PROXY", ""))
+        if user is None or self._proxy is None:
+            return
+        try:
+            self._proxy.bind(user, container_id)
+        except (docker.errors.DockerException, OSError, KeyError) as exc:
+            note("warning", "egress.bind_failed", container=container_id[:12], error=str(exc)[:200])
+
+    def end(self, users: list[str]) -> None:
+        """End the runs of `users` (their event is over): the proxy refuses their
+        credentials from now on."""
+        if users and self._proxy is not None:
+            self._proxy.book.end(users)
 
     # ------------------------------------------------------------------ records
 
@@ -176,7 +224,7 @@ class Egress:
         if used_proxy:
             time.sleep(SETTLE_S)
             attempts += self._reader.new_attempts()
-        out = [record_fields(a, self._issuer) for a in attempts]
+        out = [record_fields(a, self._proxy.book) for a in attempts]
         with self._lock:
             events, self._proxy.events = self._proxy.events, []
         out += [{"proxy_event": e} for e in events]

@@ -16,7 +16,7 @@ cannot be used at all) and the diagnostics. The rules, from the spec's Decisions
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -87,6 +87,16 @@ _KEY_HINTS = {
 
 
 @dataclass(frozen=True)
+class ClaudeHook:
+    """What a hook read from a Claude Code settings file keeps of Claude's form."""
+
+    #: the Claude event it was written for (`PreToolUse`, `Stop`, ...)
+    event: str
+    #: exec form: the program and its arguments, run without a shell (None: a command line)
+    argv: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
 class HookEntry:
     """A validated hook definition and where it sits in its file."""
 
@@ -98,6 +108,8 @@ class HookEntry:
     matcher: CompiledMatcher
     #: the entry as canonical JSON: two entries are identical when these are equal
     canonical: str
+    #: set for a hook read from a Claude Code settings file (`claude_config`)
+    claude: ClaudeHook | None = None
 
 
 @dataclass(frozen=True)
@@ -234,13 +246,21 @@ def _load_json(text: str, c: _Collector) -> tuple[Any, bool] | None:
 
 def parse_hooks_file(data: bytes, *, file: str) -> ParseResult:
     """Parse and validate one hooks file. Never raises for bad input."""
+    return parse_json_file(data, file=file, read=_document)
+
+
+def parse_json_file(
+    data: bytes, *, file: str, read: Callable[[Any, _Collector], HooksFile | None]
+) -> ParseResult:
+    """Decode and parse a JSON hooks file and let `read` turn the document into the model
+    (the Cursor form, or Claude Code's in `claude_config`), with located diagnostics."""
     c = _Collector(file)
     text = _decode(data, c)
     loaded = _load_json(text, c) if text is not None else None
     config: HooksFile | None = None
     if loaded is not None:
         document, has_duplicates = loaded
-        config = _document(document, c)
+        config = read(document, c)
         if has_duplicates and text is not None:
             _warn_duplicates(text, c)
     if c.fatal:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from cloudrunner.protocol.claude_io import classify_claude
 from cloudrunner.protocol.events import Decision, EventSpec
 from cloudrunner.protocol.loops import LoopCounterStore
 from cloudrunner.protocol.outcomes import Outcome
@@ -107,7 +108,10 @@ def run_tiers(
             raise ValueError(
                 f"run_tier returned {len(executions)} executions for {len(tier.hooks)} hooks"
             )
-        ran = [classify(h, plan.event, e) for h, e in zip(tier.hooks, executions, strict=True)]
+        ran = [
+            (classify if h.entry.claude is None else classify_claude)(h, plan.event, e)
+            for h, e in zip(tier.hooks, executions, strict=True)
+        ]
         tier_results = [*tier.resolved, *ran]
         results.extend(tier_results)
         blocker = tier_block(plan.event, tier_results)

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from cloudrunner.protocol.claude_io import claude_match
 from cloudrunner.protocol.config import HookDefinition, HookEntry
 from cloudrunner.protocol.errors import EventNotAvailable, InvalidPayload
 from cloudrunner.protocol.events import EventInput, EventSpec, event_spec
@@ -63,10 +64,12 @@ class PlannedHook:
     #: follow-up budget (None = unlimited); meaningful on stop and subagentStop
     loop_limit: int | None
     match: MatchResult
+    #: the source's place in the priority order (None: its kind's); Claude files rank below
+    rank: int | None = None
 
     @property
     def source_priority(self) -> int:
-        return self.source_kind.priority
+        return self.source_kind.priority if self.rank is None else self.rank
 
     @property
     def event(self) -> str:
@@ -97,9 +100,17 @@ class PlannedHook:
 
     def describe(self) -> str:
         shown = self.command if len(self.command) <= 80 else self.command[:77] + "..."
-        return f"{self.source_kind} {self.event}[{self.index}] `{shown}` ({self.source_path})"
+        claude = self.entry.claude
+        where = f"Claude Code {claude.event} hook" if claude else str(self.source_kind)
+        return f"{where} {self.event}[{self.index}] `{shown}` ({self.source_path})"
 
     def to_dict(self) -> dict[str, Any]:
+        out = self._fields()
+        if self.entry.claude is not None:
+            out["claude_event"] = self.entry.claude.event
+        return out
+
+    def _fields(self) -> dict[str, Any]:
         return {
             "id": self.hook_id,
             "source": str(self.source_kind),
@@ -214,12 +225,19 @@ def build_plan(
         raise EventNotAvailable(event, str(profile), spec.not_in_cloud_reason or "")
     model, raw = parse_payload(spec, payload)
     tiers = []
-    for source in sorted(sources, key=lambda s: s.kind.priority):
+    for source in sorted(sources, key=_rank):
         entries = source.hooks.get(event, ())
         if not entries or source.path is None:
             continue
         tiers.append(_tier(source, entries, spec, model, default_timeout, matcher_timeout))
     return Plan(spec, model, raw, model.conversation_id or "", tuple(tiers))
+
+
+def _rank(source: HookSource) -> int:
+    """A source's place in the priority order: its kind's, or a Claude file's (below all
+    four of Cursor's)."""
+    rank = getattr(source, "rank", None)
+    return rank if isinstance(rank, int) else source.kind.priority
 
 
 def _tier(
@@ -249,7 +267,12 @@ def _tier(
             timeout=d.timeout if d.timeout is not None else default_timeout,
             fail_closed=d.fail_closed,
             loop_limit=d.loop_limit,
-            match=match(entry.matcher, spec, payload, timeout_s=matcher_timeout),
+            match=(
+                match(entry.matcher, spec, payload, timeout_s=matcher_timeout)
+                if entry.claude is None
+                else claude_match(entry, spec, payload, timeout_s=matcher_timeout)
+            ),
+            rank=_rank(source),
         )
         original = first_of.setdefault(entry.canonical, entry)
         if original is not entry:

@@ -8,7 +8,7 @@ sandbox is opened.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -26,6 +26,8 @@ ISOLATION_LABEL = "cloudrunner.isolation"
 HOST_LABEL = "cloudrunner.worker-host"
 PID_LABEL = "cloudrunner.worker-pid"
 PROCESS_START_LABEL = "cloudrunner.worker-start"
+#: where a hook's HOME is mounted, as a VM's home directory (never at its host path)
+HOOK_HOME = "/home/hook"
 
 
 class SandboxConfigError(CloudrunnerError):
@@ -80,10 +82,13 @@ class SandboxSpec:
     #: where the engine finds the session agent's files (`agent_files.stage`); None: this
     #: package's own directory, which only an engine on the worker's host can see
     agent_dir: Path | None = None
-    #: the hooks' HOME (a directory owned by the hook uid), mounted read-write at its path
+    #: the hooks' HOME (a directory owned by the hook uid), mounted read-write at HOOK_HOME
     home: Path | None = None
     #: the event's transcript file, mounted read-only at its path
     transcript: Path | None = None
+    #: told (container id, the run's environment) as each hook run starts in a container:
+    #: the egress proxy ties the run's credential to that container's address
+    on_start: Callable[[str, Mapping[str, str]], None] | None = field(default=None, compare=False)
 
 
 class Sandbox(Protocol):

@@ -136,6 +136,8 @@ class HookContainerSandbox(PreparedSandbox):
             raw: socket.socket = sock._sock
             try:
                 client.api.start(cid)
+                if self.spec.on_start is not None:
+                    self.spec.on_start(cid, request.env)
                 run_started = time.monotonic()
                 captured = _pump(
                     raw,

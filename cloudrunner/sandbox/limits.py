@@ -83,7 +83,7 @@ class SandboxLimits(BaseModel):
     #: bytes of stdout / stderr kept; more is output_overflow and the hook is killed
     stdout_cap: ByteSize = 1 * MIB
     stderr_cap: ByteSize = 1 * MIB
-    #: used when a request gives no timeout (spec/HOOKS.md: 60 s)
+    #: used when a request gives no timeout (the protocol's default: 60 s)
     default_timeout_s: float = Field(60.0, gt=0, le=24 * 3600)
 
 
@@ -110,6 +110,7 @@ class SandboxProfile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: the image hooks run in (built locally by `cloudrunner images build`)
     image: str = Field(DEFAULT_RUNTIME_IMAGE, min_length=1)
     #: an OCI runtime registered with the engine: "runc" (default) or "runsc" (gVisor)
     runtime: Runtime = "runc"
@@ -121,6 +122,7 @@ class SandboxProfile(BaseModel):
     fallback_to_hook: bool = False
     #: "none", or the name of a Docker network the operator allows (enterprise/team only)
     network: str = Field("none", min_length=1)
+    #: how the workspace is mounted: "rw" (read-write) or "ro" (read-only)
     workspace_mode: WorkspaceMode = "rw"
     #: uid/gid the hooks run as; default: the owner of the workspace (never 0)
     user: int | None = Field(None, ge=1, le=2**31 - 1)

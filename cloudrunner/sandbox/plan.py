@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cloudrunner.sandbox.agent_files import AGENT_FILES
 from cloudrunner.sandbox.base import (
+    HOOK_HOME,
     HOST_LABEL,
     ISOLATION_LABEL,
     PID_LABEL,
@@ -126,7 +127,8 @@ def validate_spec(spec: SandboxSpec) -> None:
 
 
 def data_mounts(spec: SandboxSpec) -> tuple[Mount, ...]:
-    """The workspace and the config directories, each at its host path (real path)."""
+    """The workspace and the config directories, each at its host path (real path), and
+    the hooks' HOME at `HOOK_HOME`."""
     workspace = os.path.realpath(spec.workspace)
     mounts = [Mount(workspace, workspace, spec.profile.workspace_mode == "ro")]
     seen = {workspace}
@@ -139,8 +141,9 @@ def data_mounts(spec: SandboxSpec) -> tuple[Mount, ...]:
         seen.add(real)
         mounts.append(Mount(real, real, True))
     if spec.home is not None:
-        home = os.path.realpath(spec.home)
-        mounts.append(Mount(home, home, False))
+        # at a neutral path, as a VM's home directory: its host path would tell every hook
+        # where the worker's state directory is
+        mounts.append(Mount(os.path.realpath(spec.home), HOOK_HOME, False))
     if spec.transcript is not None and not _inside(os.path.realpath(spec.transcript), workspace):
         mounts.append(Mount(str(spec.transcript), str(spec.transcript), True))
     return tuple(mounts)

@@ -475,6 +475,8 @@ class SessionSandbox(PreparedSandbox):
             "nofile": limits.nofile,
             "fsize": limits.fsize,
         }
+        if self.spec.on_start is not None:
+            self.spec.on_start(container.cid, request.env)
         pending = container.submit(meta, request.stdin)
         if not pending.done.wait(timeout + self._grace):
             container.forget(pending)

@@ -99,20 +99,35 @@ class Deployment:
         return out
 
 
+def bare_origin(base: Path, src: Path, message: str = "demo") -> Path:
+    """`src` committed on main and cloned bare to `base/origin.git` (the deployment's repo)."""
+    git(src, "init", "-q", "-b", "main")
+    git(src, "add", "-A")
+    git(src, "commit", "-q", "-m", message)
+    origin = base / "origin.git"
+    git(base, "clone", "-q", "--bare", str(src), str(origin))
+    return origin
+
+
 def make_deployment(base: Path, worker_id: str) -> Deployment:
     src = base / "src"
     shutil.copytree(EXAMPLES / "demo-repo", src)
-    git(src, "init", "-q", "-b", "main")
-    git(src, "add", "-A")
-    git(src, "commit", "-q", "-m", "demo")
-    origin = base / "origin.git"
-    git(base, "clone", "-q", "--bare", str(src), str(origin))
+    origin = bare_origin(base, src)
     enterprise = base / "enterprise"
     shutil.copytree(EXAMPLES / "enterprise", enterprise)
     # Everything the hook containers mount must be reachable for the unprivileged hook uid.
     for path in (base, enterprise):
         path.chmod(0o755)
     return Deployment(base, origin, enterprise, base / "workspace", base / "state", worker_id)
+
+
+def cloned_deployment(tmp_path: Path, worker_id: str, isolation: str = "hook") -> Deployment:
+    """The demo deployment with its workspace cloned by a first event."""
+    tmp_path.chmod(0o755)
+    deployed = make_deployment(tmp_path, worker_id)
+    deployed.isolation = isolation
+    deployed.answer(deployed.event("stop", status="aborted"))
+    return deployed
 
 
 @pytest.fixture(params=["hook", "session"])

@@ -54,6 +54,7 @@ def test_the_smoke_run_fills_every_section_and_writes_json_and_chart(
         assert {(case, m) for m in ("bare", "docker run", "hook", "session")} <= modes
     assert {r["mode"] for r in report["sections"]["end_to_end"]} >= {
         "hook client, daemon up",
+        "compiled client, daemon up",
         "hook client, no console script",
         "hook client, python -IS",
         "python start-up only",
@@ -66,10 +67,11 @@ def test_the_smoke_run_fills_every_section_and_writes_json_and_chart(
         assert row["extra"]["peak_rss_mb"] > 0
         assert row["extra"]["daemon_cpu_ms_per_event"] >= 0
     assert len(report["sections"]["scaling"]) == 7
-    assert len(report["targets"]) == 9
+    assert len(report["targets"]) == 11
     figures = report["meta"]["figures"]
     for name in ("daemon_overhead_p50_ms", "client_x_interpreter", "client_is_x_interpreter",
-                 "events_per_s_1", "events_per_s_4", "peak_rss_mb_4"):  # fmt: skip
+                 "events_per_s_1", "events_per_s_4", "peak_rss_mb_4", "compiled_over_request_ms",
+                 "compiled_x_bare"):  # fmt: skip
         assert isinstance(figures[name], float), name
     assert "in-daemon overhead, trivial warm hook:" in proc.stdout
     svg = (out / "bench.svg").read_text()

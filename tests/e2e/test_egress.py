@@ -8,6 +8,7 @@ internal network; nothing here sends traffic anywhere but to these containers.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -21,7 +22,7 @@ import docker
 import pytest
 
 from cloudrunner.egress.proxy import ROLE_LABEL
-from cloudrunner.images import EGRESS_PROXY_REPOSITORY
+from cloudrunner.images import BASE_IMAGE, context_key, images_dir
 from tests.e2e.conftest import Deployment
 from tests.support.ci import missing
 from tests.support.docker_tracking import DockerTracker
@@ -29,7 +30,8 @@ from tests.support.git_repos import git
 
 pytestmark = pytest.mark.docker
 
-PROXY_IMAGE = f"{EGRESS_PROXY_REPOSITORY}:latest"
+#: the proxy image built from this tree (its own tag: the shared :latest may be older)
+TEST_PROXY_REPOSITORY = "crtest-egress-proxy"
 SERVER = textwrap.dedent(
     """
     import http.server, ssl, threading
@@ -60,15 +62,35 @@ PROBE = textwrap.dedent(
 )
 
 
-@pytest.fixture
-def internet(
-    docker_client: docker.DockerClient, docker_tracker: DockerTracker, tmp_path: Path
-) -> Iterator[tuple[str, str, Path]]:
-    """(network name, server address, CA file) of the test's own outside world."""
+@pytest.fixture(scope="session")
+def proxy_image(docker_client: docker.DockerClient) -> Iterator[str]:
+    """The egress proxy image of this tree's `images/egress-proxy`, tagged by its build key
+    (removed at the end when this session built it)."""
     try:
-        docker_client.images.get(PROXY_IMAGE)
+        base = docker_client.images.get(BASE_IMAGE)
     except docker.errors.ImageNotFound:
-        missing(f"image {PROXY_IMAGE} is missing; run `cloudrunner images build`")
+        missing(f"image {BASE_IMAGE} is missing; run `cloudrunner images build`")
+    context = images_dir() / "egress-proxy"
+    ref = f"{TEST_PROXY_REPOSITORY}:{context_key(context, str(base.id))[:16]}"
+    try:
+        docker_client.images.get(ref)
+        built = False
+    except docker.errors.ImageNotFound:
+        docker_client.images.build(
+            path=str(context), tag=ref, rm=True, buildargs={"BASE": BASE_IMAGE}
+        )
+        built = True
+    yield ref
+    if built:
+        with contextlib.suppress(docker.errors.APIError):
+            docker_client.images.remove(ref)
+
+
+def start_server(
+    client: docker.DockerClient, tracker: DockerTracker, tmp_path: Path, aliases: list[str]
+) -> tuple[str, str, Path, str]:
+    """(network name, address, CA file, container name) of a server on a network of its own,
+    answering HTTP on 80 and HTTPS on 443 as `aliases`."""
     tls = tmp_path / "tls"
     tls.mkdir()
     subprocess.run(
@@ -79,23 +101,34 @@ def internet(
     )  # fmt: skip
     (tls / "key.pem").chmod(0o644)
     tls.chmod(0o755)
-    name = f"crtest-internet-{uuid.uuid4().hex[:10]}"
-    network = docker_tracker.track(
-        docker_client.networks.create(name, driver="bridge", labels=docker_tracker.labels)
-    )
-    server = docker_tracker.track(
-        docker_client.containers.create(
+    tag = uuid.uuid4().hex[:10]
+    name, server_name = f"crtest-internet-{tag}", f"crtest-server-{tag}"
+    network = tracker.track(client.networks.create(name, driver="bridge", labels=tracker.labels))
+    server = tracker.track(
+        client.containers.create(
             "cloudrunner/hook-runtime:latest", ["python3", "-c", SERVER], user="0:0",
-            labels=docker_tracker.labels, network=name,
+            labels=tracker.labels, network=name, name=server_name,
             volumes={str(tls): {"bind": "/srv/tls", "mode": "ro"}},
         )
     )  # fmt: skip
     network.disconnect(server)
-    network.connect(server, aliases=["allowed.test", "denied.test"])
+    network.connect(server, aliases=aliases)
     server.start()
     server.reload()
     address = server.attrs["NetworkSettings"]["Networks"][name]["IPAddress"]
-    yield name, address, tls / "cert.pem"
+    return name, address, tls / "cert.pem", server_name
+
+
+@pytest.fixture
+def internet(
+    docker_client: docker.DockerClient, docker_tracker: DockerTracker, tmp_path: Path,
+    proxy_image: str,
+) -> tuple[str, str, Path]:  # fmt: skip
+    """(network name, server address, CA file) of the test's own outside world."""
+    name, address, ca, _ = start_server(
+        docker_client, docker_tracker, tmp_path, ["allowed.test", "denied.test"]
+    )
+    return name, address, ca
 
 
 def _repo(deployment: Deployment, ca: Path) -> None:
@@ -115,10 +148,10 @@ def _repo(deployment: Deployment, ca: Path) -> None:
     git(deployment.origin, "fetch", "-q", str(src), "main:main")
 
 
-def _settings(deployment: Deployment, network: str, rules: Path) -> list[str]:
+def _settings(deployment: Deployment, network: str, rules: Path, image: str) -> list[str]:
     config = deployment.root / "egress.toml"
     config.write_text(
-        f'[egress]\nproxy_image = "{PROXY_IMAGE}"\noutbound_network = "{network}"\n'
+        f'[egress]\nproxy_image = "{image}"\noutbound_network = "{network}"\n'
         f'rules_file = "{rules}"\n'
     )
     return [*deployment.flags(), "--config", str(config)]
@@ -159,6 +192,7 @@ def _proxies(client: docker.DockerClient, tracker: DockerTracker) -> list[Any]:
 def test_allowlisted_names_pass_others_are_refused_and_nothing_bypasses_the_proxy(
     deployment: Deployment,
     internet: tuple[str, str, Path],
+    proxy_image: str,
     docker_client: docker.DockerClient,
     docker_tracker: DockerTracker,
 ) -> None:
@@ -166,7 +200,7 @@ def test_allowlisted_names_pass_others_are_refused_and_nothing_bypasses_the_prox
     _repo(deployment, ca)
     rules = deployment.root / "egress-rules.toml"
     rules.write_text('[project]\npolicy = "allowlist"\ndomains = ["allowed.test"]\n')
-    flags = _settings(deployment, network, rules)
+    flags = _settings(deployment, network, rules, proxy_image)
     try:
         # http allowed, http refused (403), https allowed by CONNECT host, and around the
         # proxy: plain HTTP to the IP and raw TCP get nowhere
@@ -224,6 +258,7 @@ def test_allowlisted_names_pass_others_are_refused_and_nothing_bypasses_the_prox
 def test_runsc_without_a_network_refuses_an_allowlisted_source_clearly(
     deployment: Deployment,
     internet: tuple[str, str, Path],
+    proxy_image: str,
     docker_client: docker.DockerClient,
     docker_tracker: DockerTracker,
 ) -> None:
@@ -234,7 +269,7 @@ def test_runsc_without_a_network_refuses_an_allowlisted_source_clearly(
     _repo(deployment, ca)
     rules = deployment.root / "egress-rules.toml"
     rules.write_text('[project]\npolicy = "allowlist"\ndomains = ["allowed.test"]\n')
-    flags = _settings(deployment, network, rules)
+    flags = _settings(deployment, network, rules, proxy_image)
     config = Path(flags[-1])
     config.write_text(config.read_text() + '\n[sandbox.per_source.project]\nruntime = "runsc"\n')
     try:
@@ -253,6 +288,7 @@ def test_runsc_without_a_network_refuses_an_allowlisted_source_clearly(
 def test_the_daemon_takes_rules_by_api_counts_attempts_and_reports_a_dead_proxy(
     deployment: Deployment,
     internet: tuple[str, str, Path],
+    proxy_image: str,
     docker_client: docker.DockerClient,
     docker_tracker: DockerTracker,
 ) -> None:
@@ -261,7 +297,7 @@ def test_the_daemon_takes_rules_by_api_counts_attempts_and_reports_a_dead_proxy(
     network, address, ca = internet
     _repo(deployment, ca)
     rules = deployment.root / "egress-rules.toml"  # absent: the settings' rules hold
-    flags = _settings(deployment, network, rules)
+    flags = _settings(deployment, network, rules, proxy_image)
     config = Path(flags[-1])
     config.write_text(
         config.read_text()
@@ -305,6 +341,16 @@ def test_the_daemon_takes_rules_by_api_counts_attempts_and_reports_a_dead_proxy(
         assert ready.status == 503 and b"egress proxy" in ready.body
         assert probe()[:1] == ["200"]  # replaced on the next use
         assert daemon.call("GET", "/readyz").status == 200
+        # removed from outside (docker rm -f): not ready, then replaced and recorded
+        (proxy,) = _proxies(docker_client, docker_tracker)
+        proxy.remove(force=True)
+        ready = daemon.call("GET", "/readyz")
+        assert ready.status == 503 and b"egress proxy was removed" in ready.body
+        assert probe()[:1] == ["200"]
+        assert daemon.call("GET", "/readyz").status == 200
+        events = [r["proxy_event"] for r in deployment.records() if "proxy_event" in r]
+        assert [e["action"] for e in events] == ["replaced", "replaced"], events
+        assert "removed" in events[-1]["reason"]
     finally:
         daemon.stop()
         _proxies(docker_client, docker_tracker)

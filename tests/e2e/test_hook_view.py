@@ -102,6 +102,12 @@ def _records(state: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (state / "audit.log").read_text().splitlines()]
 
 
+def _host_home(state: Path, source: str) -> Path:
+    """Where the worker keeps a source's HOME (the hooks see it at /home/hook)."""
+    decisions = [r for r in _records(state) if r["kind"] == "decision" and r.get("homes")]
+    return Path(decisions[-1]["homes"][source]["path"])
+
+
 def _setup(tmp_path: Path, worker_id: str, *, commit: bool = True) -> Setup:
     ws = tmp_path / "repo"
     hooks = ws / ".cursor" / "hooks"
@@ -173,11 +179,13 @@ def test_a_root_owned_workspace_is_the_hooks_to_write_and_git_works(
     assert setup.view("staged").split() == ["staged.env"]
     assert sorted(setup.view("status").splitlines()) == [" M tracked.txt", "A  staged.env"]
     assert setup.view("diff").split() == ["tracked.txt"]
-    # HOME: writable, kept across events, one per source, under the state directory
-    home = Path(setup.view("home").strip())
+    # HOME: writable, kept across events, one per source, under the state directory on the
+    # worker and at a neutral path in the sandbox
+    assert setup.view("home").strip() == setup.view("ent-home").strip() == "/home/hook"
+    home = _host_home(setup.state, "project")
     assert setup.view("count").strip() == "2"
     assert home.is_relative_to(setup.state / "homes")
-    ent_home = Path(setup.view("ent-home").strip())
+    ent_home = _host_home(setup.state, "enterprise")
     assert ent_home != home and ent_home.parent == home.parent
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
     assert home.stat().st_uid == FALLBACK_HOOK_UID
@@ -262,7 +270,7 @@ def test_a_home_over_its_limit_stops_that_sources_hooks_with_the_fix_named(
     settings = setup.settings("hook", **{"home.max_bytes": 64 * 1024, "home.measure_interval_s": 0})
     with Worker(settings) as worker:
         worker.handle(_edit(setup))
-        home = Path(setup.view("home").strip())
+        home = _host_home(setup.state, "project")
         (home / "big").write_bytes(b"x" * 200 * 1024)
         worker.handle(_edit(setup))
     hooks = [r for r in _records(setup.state) if r["kind"] == "hook"]
@@ -290,7 +298,7 @@ def test_a_home_removed_between_events_is_made_again_within_the_interval(
     setup = _setup(tmp_path, docker_tracker.worker_id)
     with Worker(setup.settings("hook")) as worker:
         worker.handle(_edit(setup))
-        home = Path(setup.view("home").strip())
+        home = _host_home(setup.state, "project")
         assert (home / ".gitconfig").is_file()
         shutil.rmtree(home)
         worker.handle(_edit(setup))

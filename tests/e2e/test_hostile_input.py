@@ -313,9 +313,17 @@ def test_a_full_disk_is_a_503_through_serve_and_the_client_applies_its_policy(
             assert closed.returncode == 0, closed.stderr.decode()
             assert json.loads(closed.stdout)["permission"] == "deny"
             assert "first audit record could not be written" in closed.stderr.decode()
-            opened = run_client(["hook", "beforeShellExecution"], event, env=env)
+            opened = run_client(["hook", "beforeShellExecution", "--fail-open"], event, env=env)
             assert json.loads(opened.stdout)["permission"] == "allow"
             assert "fail-open" in opened.stderr.decode()
+            # no flag: the policy the daemon published at start (a failClosed hook) decides
+            by_policy = run_client(["hook", "beforeShellExecution"], event, env=env)
+            assert json.loads(by_policy.stdout)["permission"] == "deny"
+            assert "a failClosed hook is configured for beforeShellExecution" in (
+                by_policy.stderr.decode()
+            )
+            # the daemon answered (it refused the event itself): nothing is spooled
+            assert not (state / "fallback.spool").exists()
             assert daemon.call("GET", "/healthz").status == 200
         finally:
             daemon.stop()

@@ -196,7 +196,9 @@ def test_with_no_daemon_the_client_answers_by_policy_or_runs_in_process(
     assert proc.returncode == 0
     assert json.loads(proc.stdout) == {"permission": "allow"}
     lines = proc.stderr.decode().strip().splitlines()
-    assert len(lines) == 1 and "no daemon answers" in lines[0] and "fail-open" in lines[0]
+    assert "no daemon answers" in lines[0] and "fail-open" in lines[0]
+    # the daemon never published a fail policy in that directory: said, then fail-open
+    assert len(lines) == 2 and lines[1].startswith("cloudrunner: no fail policy was published")
 
     proc = run_client(["hook", "beforeShellExecution", "--fail-closed", "--exit-code"],
                       destructive, env=missing)  # fmt: skip

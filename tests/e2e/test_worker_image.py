@@ -185,15 +185,21 @@ def test_the_image_runs_serve_as_a_non_root_user_with_a_healthcheck(
     config = docker_client.images.get(worker_image).attrs["Config"]
     assert config["User"] == f"{WORKER_UID}:{WORKER_UID}"
     assert config["Entrypoint"][-2:] == ["cloudrunner", "serve"]
-    assert config["Healthcheck"]["Test"] == ["CMD", "cloudrunner", "health"]
+    assert config["Healthcheck"]["Test"] == ["CMD", "cloudrunner-hook", "health"]
     # the build stage installed Debian's Python: the base image has none
     base = docker_client.images.get("cloudrunner/base:bookworm")
     assert not base.attrs["Config"].get("Entrypoint")
-    script = "id -u; cloudrunner --version; command -v docker || true"
+    script = (
+        "id -u; cloudrunner --version; command -v docker || true; command -v cloudrunner-hook; "
+        "echo '{}' | cloudrunner-hook hook stop --socket /nowhere/cloudrunner.sock 2>/dev/null"
+    )
     out = docker_client.containers.run(
         worker_image, entrypoint=["sh", "-c"], command=[script], remove=True, network_mode="none"
     ).decode()
-    assert out.split() == [str(WORKER_UID), "cloudrunner", "0.1.0"]  # and no docker CLI
+    # no docker CLI; the compiled client, with no daemon there, answers by the policy
+    assert out.split() == [
+        str(WORKER_UID), "cloudrunner", "0.1.0", "/opt/cloudrunner/bin/cloudrunner-hook", "{}"
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("isolation", ["session", "hook"])
@@ -212,8 +218,13 @@ def test_the_worker_answers_events_through_the_host_socket_and_records_them(
     assert ready.returncode == 0, ready.stderr
     assert json.loads(ready.stdout)["ready"] is True
     # the image's own HEALTHCHECK command, in the container's environment
-    exit_code, output = worker.container.exec_run(["cloudrunner", "health"])
+    exit_code, output = worker.container.exec_run(["cloudrunner-hook", "health"])
     assert exit_code == 0, output
+    # the compiled client inside the image reaches the daemon on its default socket
+    exit_code, output = worker.container.exec_run(
+        ["sh", "-c", 'echo \'{"command": "ls"}\' | cloudrunner-hook hook beforeShellExecution']
+    )
+    assert exit_code == 0 and json.loads(output) == {"permission": "allow"}, output
 
     denied = worker.hook(deployment.event("beforeShellExecution", command="rm -rf /", cwd="/"))
     assert denied["permission"] == "deny"

@@ -3,7 +3,8 @@ the line right before a ```sh block. A test runs them (tests/e2e/test_docs_examp
 from the repository's root, against the demo repository, through real containers; a unit
 test checks that every marker is well-formed, known and collected.
 
-A name says how its blocks run:
+A marker and its block may be indented alike, as a step of a numbered list is; the block
+runs without that indentation. A name says how its blocks run:
 
 - `tour`: README.md's five-minute tour; its blocks make their own checkout of the demo
   repository and run as one script, in order;
@@ -24,8 +25,12 @@ SETUP_PAGE = "docs/getting-started.md"
 #: marker name -> the one page that may use it (None: any docs page)
 NAMES: dict[str, str | None] = {"tour": "README.md", "setup": SETUP_PAGE, "demo": None}
 
-#: a marker and the block it marks
-MARKED = re.compile(r"<!-- example: ([\w-]+) -->\n```sh\n(.*?)```", re.S)
+#: a marker and the block it marks; both may be indented alike (a step of a numbered list)
+MARKED = re.compile(
+    r"^(?P<indent>[ ]*)<!-- example: (?P<name>[\w-]+) -->\n(?P=indent)```sh\n"
+    r"(?P<body>.*?)^(?P=indent)```",
+    re.S | re.M,
+)
 #: anything that looks like a marker, well-formed or not
 MARKER = re.compile(r"<!--\s*example\b.*?-->", re.S)
 #: any sh block
@@ -54,9 +59,12 @@ def marked_blocks() -> list[Block]:
     for page in pages():
         text = page.read_text()
         for match in MARKED.finditer(text):
-            blocks.append(
-                Block(str(page.relative_to(ROOT)), _line(text, match.start()), *match.groups())
+            indent = match["indent"]
+            body = "".join(
+                line.removeprefix(indent) for line in match["body"].splitlines(keepends=True)
             )
+            line = _line(text, match.start() + len(indent))
+            blocks.append(Block(str(page.relative_to(ROOT)), line, match["name"], body))
     return blocks
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from cloudrunner import client
+from cloudrunner import client, client_fallback
 from cloudrunner.protocol.events import EVENTS, Decision, event_spec, neutral_answer
 
 
@@ -66,3 +70,116 @@ def test_a_bad_url_is_a_usage_error(url: str) -> None:
 def test_a_missing_token_file_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(client.UsageError, match="cannot read the token file"):
         client.endpoint_from(None, "http://h:1", str(tmp_path / "none"))
+
+
+# --------------------------------------------------------------------------- fail policy, spool
+
+
+def test_the_run_directory_is_the_sockets_or_the_state_dir_for_tcp(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CLOUDRUNNER_STATE_DIR", raising=False)
+    cases = {"/var/lib/cr/cloudrunner.sock": "/var/lib/cr", "/x.sock": "/", "x.sock": ".",
+             "a/b.sock": "a"}  # fmt: skip
+    for socket_path, expected in cases.items():
+        assert client_fallback.run_dir(client.Endpoint(socket_path)) == expected
+    tcp = client.Endpoint(None, "h", 1)
+    assert client_fallback.run_dir(tcp) is None
+    monkeypatch.setenv("CLOUDRUNNER_STATE_DIR", "/srv/state/")
+    assert client_fallback.run_dir(tcp) == "/srv/state"
+
+
+NOT_A_LIST = "fail_closed_events is not a list of event names"
+POLICY = {"version": 1, "daemon": "w1", "fail_closed_events": ["preToolUse"], "extra": [1]}
+
+
+def test_the_policy_decides_after_the_flags_and_the_variable(tmp_path: Path) -> None:
+    directory = str(tmp_path)
+    none = client_fallback.decide("preToolUse", None, None, directory)
+    assert (none.closed, none.decided_by) == (False, "no-policy")
+    assert none.notes == [
+        f"cloudrunner: no fail policy was published at {tmp_path}/fail-policy.json; failing open"
+    ]
+    (tmp_path / "fail-policy.json").write_text(json.dumps(POLICY))
+    listed = client_fallback.decide("preToolUse", None, None, directory)
+    assert (listed.closed, listed.decided_by, listed.policy_daemon) == (True, "policy", "w1")
+    assert client_fallback.decide("stop", None, None, directory).closed is False
+    assert client_fallback.decide("preToolUse", False, True, directory).decided_by == "flag"
+    env = client_fallback.decide("preToolUse", None, False, directory)
+    assert (env.closed, env.decided_by) == (False, "env")
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("{oops", "not valid JSON"),
+        ("[1]", "not a JSON object"),
+        ('{"version": 2, "fail_closed_events": []}', "version is not 1"),
+        ('{"version": true, "fail_closed_events": []}', "version is not 1"),
+        ('{"version": 1}', "fail_closed_events is not a list of event names"),
+        (
+            '{"version": 1, "fail_closed_events": [null]}',
+            "fail_closed_events is not a list of event names",
+        ),
+        ("\xff", "not valid JSON"),
+    ],
+)
+def test_an_unusable_policy_is_said_with_its_path_and_fails_open(
+    tmp_path: Path, text: str, why: str
+) -> None:
+    (tmp_path / "fail-policy.json").write_bytes(text.encode("latin-1"))
+    decision = client_fallback.decide("preToolUse", None, None, str(tmp_path))
+    assert (decision.closed, decision.decided_by) == (False, "no-policy")
+    assert decision.notes == [
+        f"cloudrunner: the fail policy {tmp_path}/fail-policy.json is not usable ({why}); "
+        "failing open"
+    ]
+
+
+@given(payload=st.binary(max_size=300), problem=st.text(max_size=6000))
+def test_a_spool_line_is_one_json_object_under_4096_bytes(payload: bytes, problem: str) -> None:
+    decision = client_fallback.Decision(True, "env")
+    answer = client.blocked_answer("preToolUse", "blocked: " + problem)
+    line = client_fallback.spool_line("preToolUse", answer, True, problem, decision, payload)
+    assert len(line) <= 4096 and line.endswith(b"\n") and line.count(b"\n") == 1
+    record = json.loads(line)
+    assert record["payload_sha256"] == hashlib.sha256(payload).hexdigest()
+    assert (record["outcome"], record["client"], record["decided_by"]) == (
+        "blocked", "cloudrunner hook", "env"
+    )  # fmt: skip
+
+
+def test_the_spool_is_bounded_and_says_what_it_could_not_record(tmp_path: Path) -> None:
+    line = b"x" * 1000 + b"\n"
+    assert client_fallback.append_spool(str(tmp_path), line) is None
+    spool = tmp_path / "fallback.spool"
+    assert spool.stat().st_mode & 0o777 == 0o600
+    with spool.open("ab") as handle:
+        handle.truncate(1024 * 1024 - 500)
+    assert client_fallback.append_spool(str(tmp_path), line) == (
+        f"cloudrunner: the fallback spool {spool} is full (1 MiB); this event is not recorded"
+    )
+    assert spool.stat().st_size == 1024 * 1024 - 500
+    gone = client_fallback.append_spool(str(tmp_path / "gone"), line)
+    assert gone is not None and "(no such file or directory); this event is not recorded" in gone
+    assert "CLOUDRUNNER_STATE_DIR" in (client_fallback.append_spool(None, line) or "")
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        (b"", "closed without an answer"),
+        (b"HTTP/1.1 200 OK\r\nContent-Le", "closed without an answer"),
+        (b"SSH-2.0-x\r\n", "does not speak HTTP"),
+        (b"HTTP/1.1 abc\r\n\r\n", "does not speak HTTP"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{}", "the answer was cut short"),
+    ],
+)
+def test_an_answer_that_is_not_whole_http_is_no_answer(raw: bytes, problem: str) -> None:
+    with pytest.raises((client.Unreachable, ValueError), match=problem):
+        client._parse(raw, client.Endpoint("/s"))
+
+
+@pytest.mark.parametrize("event", ["", "a b", "x\r\nHost: y", "é", "a" * 65, "../stop"])
+def test_names_that_are_no_event_are_refused(event: str) -> None:
+    assert client.bad_event_name(event)

@@ -127,7 +127,7 @@ def test_no_daemon_under_IS_still_answers_by_policy_with_one_line(tmp_path: Path
         input=b"{}", capture_output=True, check=False, timeout=60,
     )  # fmt: skip
     assert proc.returncode == 2
-    assert b'"permission": "deny"' in proc.stdout
+    assert b'"permission":"deny"' in proc.stdout
     lines = proc.stderr.decode().splitlines()
     assert len(lines) == 2 and "fail-closed" in lines[0]  # the problem, then the block
 

@@ -151,3 +151,66 @@ def test_the_same_state_in_another_key_order_is_not_written_again(
     with store.update("c") as state:
         state.source_hashes = {"team": "3", "enterprise": "1"}
     assert len(writes) == 1
+
+
+def _age(store: SessionStore, conversation: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Count the state file as settled (its ctime cannot be set back: the window shrinks)."""
+    import cloudrunner.session as session_module
+
+    monkeypatch.setattr(session_module, "SETTLED_NS", -(10**12))
+    return next(store.directory.glob("c-*.json"))
+
+
+@pytest.fixture
+def counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[SessionStore, list[str]]:
+    """A store with one conversation's state, and the paths read from its files."""
+    import cloudrunner.session as session_module
+
+    store = SessionStore(tmp_path)
+    with store.update("c1") as state:
+        state.env["A"] = "1"
+    reads: list[str] = []
+    real = session_module._read_bytes
+    monkeypatch.setattr(session_module, "_read_bytes", lambda p: reads.append(p) or real(p))
+    return store, reads
+
+
+def test_an_unchanged_state_file_is_not_read_again(
+    counted: tuple[SessionStore, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, reads = counted
+    _age(store, "c1", monkeypatch)
+    first = store.load("c1")
+    first.env["B"] = "changed by a caller"  # a copy: the remembered state stays as read
+    again = store.load("c1")
+    assert again.env == {"A": "1"} and len(reads) == 1
+    # an update is a new file: read again at once, whatever the times say
+    with store.update("c1") as state:
+        state.env["A"] = "2"
+    assert store.load("c1").env == {"A": "2"}
+    # edited in place by hand, a while ago: its size and times changed
+    path = _age(store, "c1", monkeypatch)
+    path.write_text(path.read_text().replace('"2"', '"3"'))
+    assert store.load("c1").env == {"A": "3"}
+
+
+def test_a_freshly_written_state_file_is_read_on_every_load(
+    counted: tuple[SessionStore, list[str]],
+) -> None:
+    store, reads = counted
+    store.load("c1")
+    store.load("c1")
+    assert len(reads) == 2
+
+
+def test_a_state_file_damaged_after_it_was_remembered_is_still_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SessionStore(tmp_path)
+    with store.update("c1") as state:
+        state.env["A"] = "1"
+    path = _age(store, "c1", monkeypatch)
+    store.load("c1")
+    path.write_text("{not json")
+    with pytest.raises(SessionStateError, match="damaged"):
+        store.load("c1")

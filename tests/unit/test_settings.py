@@ -95,7 +95,8 @@ def test_default_file_is_valid_commented_toml_and_show_round_trips(tmp_path: Pat
 
 def test_the_documented_settings_example_is_valid(tmp_path: Path) -> None:
     guide = Path(__file__).resolve().parents[2] / "docs" / "guides" / "operate.md"
-    block = guide.read_text().split("```toml\n", 1)[1].split("```", 1)[0]
+    # the block's fence may carry a title: ```toml title="..."
+    block = guide.read_text().split("```toml", 1)[1].split("\n", 1)[1].split("```", 1)[0]
     cfg = tmp_path / "c.toml"
     cfg.write_text(block)
     s = load_settings(cfg, environ={})

@@ -193,3 +193,84 @@ def test_the_session_state_is_written_only_when_what_it_holds_changes(worker: Wo
     worker.handle(payload)
     changed = json.loads(state_file.read_text())["source_hashes"]
     assert any(key.startswith("project:") and value for key, value in changed.items())
+
+
+class _Sandbox:
+    """A warm sandbox stand-in: answers every hook, noting what the log had synced."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.runs: list[bool] = []
+        self.closed = 0
+
+    def run(self, request: Any) -> Any:
+        from cloudrunner.protocol.outcomes import Outcome
+        from cloudrunner.sandbox.base import ExecResult
+
+        audit = self.worker.audit
+        # every record written so far, the event's `received` included, is on disk
+        self.runs.append(audit._group.durable == audit._generation)
+        return ExecResult(0, b"{}", b"", 0.001, Outcome.OK, "", "fake-1", {})
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+class _Pool:
+    def __init__(self) -> None:
+        self.sandbox: _Sandbox | None = None
+
+    def borrow(self, spec: Any) -> _Sandbox:
+        assert self.sandbox is not None
+        return self.sandbox
+
+
+def _hooked_worker(tmp_path: Path) -> tuple[Worker, _Sandbox]:
+    ws = _workspace(tmp_path)
+    (ws / ".cursor").mkdir()
+    (ws / ".cursor" / "hooks.json").write_text(
+        json.dumps({"version": 1, "hooks": {"stop": [{"command": "true"}]}})
+    )
+    settings = load_settings(
+        environ={},
+        overrides={"state_dir": str(tmp_path / "state"), "workspace.path": str(ws),
+                   "worker_id": "unit-records", "sandbox.isolation": "session",
+                   "home.enabled": False},
+    )  # fmt: skip
+    pool = _Pool()
+    worker = Worker(settings, reap=False, pool=pool)  # type: ignore[arg-type]
+    pool.sandbox = _Sandbox(worker)
+    return worker, pool.sandbox
+
+
+def test_the_first_record_is_durable_before_the_hook_starts_its_sync_beside_the_borrow(
+    tmp_path: Path,
+) -> None:
+    worker, sandbox = _hooked_worker(tmp_path)
+    payload = {"conversation_id": "c1", "hook_event_name": "stop", "status": "completed"}
+    for _ in range(3):
+        reply = worker.handle(json.dumps(payload).encode())
+        assert reply.answer == {} and reply.records >= 2
+    assert sandbox.runs == [True, True, True]
+    assert sandbox.closed == 3  # each borrow given back
+    worker.close()
+    assert verify_log(worker.settings.audit_path).ok
+
+
+def test_a_first_record_that_cannot_be_synced_runs_no_hook_and_gives_the_sandbox_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import os
+
+    worker, sandbox = _hooked_worker(tmp_path)
+
+    def failing(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", failing)
+    payload = {"conversation_id": "c1", "hook_event_name": "stop", "status": "completed"}
+    with pytest.raises(EventNotRecorded, match="its first audit record could not be written"):
+        worker.handle(json.dumps(payload).encode())
+    assert sandbox.runs == []
+    assert sandbox.closed == 1

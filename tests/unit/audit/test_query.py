@@ -170,3 +170,43 @@ def test_a_limit_reads_files_in_parallel_and_prints_what_one_process_prints(
 def test_a_negative_limit_is_a_usage_error(log: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["audit", "query", str(log), "--limit", "-1"]) == 2
     assert "--limit -1: give 0 or more records" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["query", "stats", "tail", "export"])
+@pytest.mark.parametrize(
+    ("flag", "value", "named"),
+    [
+        ("--kind", "bogus", "egress"),
+        ("--kind", "Hook", "hook"),  # the spelling is exact, as in the records
+        ("--kind", "", "decision"),
+        ("--event", "stp", "stop"),
+        ("--event", "beforeShellExecution\n", "beforeShellExecution"),
+    ],
+)
+def test_an_unknown_kind_or_event_is_a_one_line_error_naming_the_valid_values(
+    log: Path, capsys: pytest.CaptureFixture[str], command: str, flag: str, value: str, named: str
+) -> None:
+    assert main(["audit", command, str(log), flag, value]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1, captured.err
+    assert f"{flag} {value!r} is not one of:" in captured.err and named in captured.err
+
+
+def test_every_record_kind_and_event_is_a_valid_filter(
+    log: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cloudrunner.audit.records import RecordKind
+    from cloudrunner.protocol.events import EVENTS
+
+    for kind in RecordKind:
+        query(capsys, str(log), "--kind", kind.value)
+    for event in EVENTS:
+        query(capsys, str(log), "--event", event)
+
+
+def test_the_event_names_the_filters_take_are_the_protocols() -> None:
+    from cloudrunner.audit.filters import EVENT_NAMES
+    from cloudrunner.protocol.events import EVENTS
+
+    assert tuple(EVENTS) == EVENT_NAMES

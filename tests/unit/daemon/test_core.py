@@ -106,3 +106,50 @@ def test_a_sessions_hook_homes_go_with_it_when_configured(tmp_path: Path, remove
     assert homes[first.id].exists() is not remove
     assert (homes[second.id] / "k" / "project" / "memory").read_text() == "kept\n"
     daemon.close()
+
+
+def _repo(path: Path, hooks: dict[str, object]) -> Path:
+    from tests.support.git_repos import git
+
+    (path / ".cursor").mkdir(parents=True)
+    (path / ".cursor" / "hooks.json").write_text(json.dumps({"version": 1, "hooks": hooks}))
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "-c", "user.name=t", "-c", "user.email=t@e.invalid", "commit", "-q", "-m", "x")
+    return path
+
+
+def test_the_fail_policy_covers_every_session_and_forgets_a_closed_one(tmp_path: Path) -> None:
+    main = _repo(
+        tmp_path / "main", {"beforeShellExecution": [{"command": "a", "failClosed": True}]}
+    )
+    other = _repo(tmp_path / "other", {"preToolUse": [{"command": "b", "failClosed": True}]})
+    state = tmp_path / "state"
+    settings = load_settings(
+        overrides={"state_dir": state, "workspace": {"path": main}}, environ={}
+    )
+    daemon = Daemon(settings)
+    session = daemon.create_session(workspace=str(other))
+    assert daemon.publish_policy()
+    policy = json.loads((state / "fail-policy.json").read_text())
+    assert policy["fail_closed_events"] == ["beforeShellExecution", "preToolUse"]
+    assert policy["daemon"] == daemon.worker_id
+    daemon.close_session(session.id)
+    policy = json.loads((state / "fail-policy.json").read_text())
+    assert policy["fail_closed_events"] == ["beforeShellExecution"]
+    daemon.close()
+
+
+def test_the_spool_is_taken_into_the_daemons_log_and_said_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "fallback.spool").write_bytes(b"garbage\n")
+    daemon = _daemon(state)
+    report = daemon.take_spool()
+    daemon.close()
+    assert (report.records, report.invalid) == (1, 1)
+    assert "1 event(s) answered without a daemon" in capsys.readouterr().err
+    (record,) = [json.loads(x) for x in (state / "audit.log").read_text().splitlines()]
+    assert record["kind"] == "fallback" and record["invalid"].startswith("the line is not JSON")

@@ -76,3 +76,40 @@ def test_shutdown_runs_what_is_queued() -> None:
     gate.set()
     pool.shutdown(wait=True)
     assert first.result(0) is True and [f.result(0) for f in later] == list(range(5))
+
+
+def test_submit_to_loop_settles_an_asyncio_future_and_runs_even_when_cancelled() -> None:
+    import asyncio
+    import threading
+
+    pool = ElasticPool(2, idle_s=0.2, name="t")
+    ran = threading.Event()
+    release = threading.Event()
+
+    def slow() -> str:
+        release.wait(5)
+        ran.set()
+        return "late"
+
+    def boom() -> None:
+        raise ValueError("from the thread")
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        assert await pool.submit_to_loop(loop, lambda a, b: a + b, 2, 3) == 5
+        try:
+            await pool.submit_to_loop(loop, boom)
+        except ValueError as exc:
+            assert str(exc) == "from the thread"
+        else:
+            raise AssertionError("the thread's exception was not raised")
+        waiting = asyncio.ensure_future(pool.submit_to_loop(loop, slow))
+        await asyncio.sleep(0)
+        waiting.cancel()
+        release.set()
+        await loop.run_in_executor(None, ran.wait, 5)
+        await asyncio.sleep(0.05)  # its answer arrives on a cancelled future: ignored
+
+    asyncio.run(main())
+    assert ran.is_set()
+    pool.shutdown()

@@ -81,3 +81,34 @@ def test_an_orphan_page_fails_the_strict_build(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode != 0
     assert "orphan.md" in result.stderr
+
+
+def test_a_stale_generated_part_of_a_hand_written_page_fails_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cloudrunner.audit.records import RecordKind
+
+    shutil.copytree(DOCS, tmp_path / "docs")
+    guide = tmp_path / "docs" / "guides" / "audit.md"
+    assert "| `egress` |" in guide.read_text()  # every kind, from the code
+    guide.write_text(guide.read_text().replace("| `egress` |", "| `egres` |"))
+    assert main(["--check", "--docs", str(tmp_path / "docs")]) == 1
+    assert "guides/audit.md" in capsys.readouterr().err
+    assert main(["--docs", str(tmp_path / "docs")]) == 0
+    for kind in RecordKind:
+        assert f"| `{kind.value}` |" in guide.read_text()
+
+
+def test_an_unknown_generated_part_is_named(tmp_path: Path) -> None:
+    shutil.copytree(DOCS, tmp_path / "docs")
+    page = tmp_path / "docs" / "guides" / "audit.md"
+    page.write_text(page.read_text() + "\n<!-- docsgen: nope -->\n<!-- /docsgen: nope -->\n")
+    with pytest.raises(SystemExit, match="unknown generated part 'nope'"):
+        main(["--check", "--docs", str(tmp_path / "docs")])
+
+
+def test_the_ci_guide_shows_the_workflow_file_as_it_is() -> None:
+    guide = (DOCS / "guides" / "ci.md").read_text()
+    opening = '```yaml title=".github/workflows/hook-tests.yml"\n'
+    shown = guide.split(opening, 1)[1].split("\n```\n", 1)[0] + "\n"
+    assert shown == (ROOT / "examples" / "ci" / "hook-tests.yml").read_text()

@@ -82,6 +82,7 @@ def test_squid_config_per_source() -> None:
             "user": EgressRules(policy="allowlist"),  # no domains: nothing allowed
         },
         log_path="/log/access.log", key_path="/conf/key", helper="/helper.py",
+        grant_helper="/grant.py", grants_path="/conf/grants.json",
     )  # fmt: skip
     lines = text.splitlines()
     assert "http_access deny !authenticated" in lines
@@ -95,3 +96,44 @@ def test_squid_config_per_source() -> None:
     assert not any("src_user" in line for line in lines)
     assert lines[-1] == "http_access deny all"
     assert "auth_param basic program /usr/bin/python3 /helper.py /conf/key" in lines
+    # names only: no rule may look an address up in reverse DNS
+    assert all(" -n " in line for line in lines if "dstdom" in line)
+    assert not any(t in text for t in (" dstdomain ", " dst ", " srcdomain "))
+    # every credential is checked against its run, uncached, before any allow
+    grant = next(line for line in lines if line.startswith("external_acl_type run_grant "))
+    assert "ttl=0 negative_ttl=0" in grant and grant.endswith("/grant.py /conf/grants.json")
+    assert lines.index("http_access deny !granted all") < lines.index(
+        "http_access allow src_project dom_project CONNECT"
+    )
+    assert "http_access deny !CONNECT !http_port" in lines  # plain HTTP: port 80 only
+
+
+def test_listed_addresses_get_their_own_rule_and_bad_ones_are_refused() -> None:
+    rules = EgressRules(policy="allowlist", addresses=(" 192.0.2.10", "2001:DB8::1"))
+    assert rules.addresses == ("192.0.2.10", "2001:db8::1")
+    text = squid_config(
+        {"project": rules}, log_path="/l", key_path="/k", helper="/h", grant_helper="/g",
+        grants_path="/j",
+    )  # fmt: skip
+    assert r"acl addr_project dstdom_regex -n -i ^192\.0\.2\.10$ ^\[?2001:db8::1\]?$" in text
+    assert "http_access allow src_project addr_project CONNECT" in text
+    assert "dom_project" not in text
+    for bad in ["192.0.2.0/24", "[2001:db8::1]", "example.com", "192.0.2.10:80", "", 7]:
+        with pytest.raises(ValidationError, match="is not an IP address"):
+            EgressRules(policy="allowlist", addresses=(bad,))  # type: ignore[arg-type]
+
+
+def test_sandbox_subnets_take_a_private_range_that_fits_the_size() -> None:
+    ok = EgressSettings.model_validate({"sandbox_subnets": " 10.213.0.0/16 "})
+    assert ok.sandbox_subnets == "10.213.0.0/16" and ok.sandbox_subnet_size == 28
+    for bad, why in [
+        ("10.213.0.1/16", "not an IPv4 range"), ("fd00::/64", "not an IPv4 range"),
+        ("nonsense", "not an IPv4 range"), ("8.8.0.0/16", "private IPv4 range"),
+        ("10.0.0.0/30", "private IPv4 range"),
+    ]:  # fmt: skip
+        with pytest.raises(ValidationError, match=why):
+            EgressSettings.model_validate({"sandbox_subnets": bad})
+    with pytest.raises(ValidationError, match="does not fit"):
+        EgressSettings.model_validate({"sandbox_subnets": "10.1.0.0/29", "sandbox_subnet_size": 28})
+    with pytest.raises(ValidationError):
+        EgressSettings.model_validate({"sandbox_subnet_size": 30})

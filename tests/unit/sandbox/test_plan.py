@@ -98,7 +98,7 @@ def test_home_and_transcript_are_mounted_rw_and_ro(tmp_path: Path) -> None:
         workspace=ws, labels=SandboxLabels("w", "s", "project"), home=home, transcript=file
     )
     mounts = data_mounts(spec)
-    assert Mount(str(home), str(home), False) in mounts
+    assert Mount(str(home), "/home/hook", False) in mounts  # a neutral path, never the host's
     assert Mount(str(file), str(file), True) in mounts
     # a transcript inside the workspace is visible through it: no second mount
     inner = ws / "t.jsonl"

@@ -1,0 +1,3 @@
+module cloudrunner.invalid/cloudrunner-hook
+
+go 1.19

@@ -176,6 +176,9 @@ def test_hooks_act_on_the_agents_workspace_from_the_moment_it_is_writable(
 ) -> None:
     with colocated(docker_client, worker_image, tmp_path, docker_tracker, writable=False) as c:
         ws = c.workspace
+        # the agent runs the compiled client, which the worker image carries
+        code, found = c.agent_shell("command -v cloudrunner-hook")
+        assert code == 0 and found.strip() == "/opt/cloudrunner/bin/cloudrunner-hook"
         # read-only: the agent cannot write, the gate holds, nothing is cloned
         code, said = c.agent_shell(f"touch {ws}/probe")
         assert code != 0 and "Read-only file system" in said
@@ -243,18 +246,13 @@ def test_an_event_naming_another_directory_is_refused_and_runs_nothing(
         assert refused["generation_id"] == "gen-elsewhere"
         assert len(c.records("hook")) == hooks_before
         assert not any(r.get("generation_id") == "gen-elsewhere" for r in c.records("received"))
-        # nothing ran: the client's fail policy answered (a published one blocks: the guard
-        # for this event is failClosed; without one it is let through)
-        assert answer["permission"] == "allow" or "fail-closed" in answer["agent_message"]
+        # nothing ran: the client's fail policy answered, and the published policy blocks
+        # this event (the repository's guard for it is failClosed)
+        assert answer["permission"] == "deny" and "fail-closed" in answer["agent_message"]
         c.worker.stop(timeout=90)
         assert verify_log(c.deployment.audit_log).ok
 
 
-@pytest.mark.xfail(
-    reason="the published fail policy (the client blocking a failClosed event when no daemon "
-    "answers) is not on this branch yet: without it the client lets the event through",
-    strict=False,
-)
 def test_a_failclosed_guard_blocks_while_the_worker_is_stopped(
     docker_client: docker.DockerClient,
     worker_image: str,  # noqa: F811
@@ -274,5 +272,6 @@ def test_a_failclosed_guard_blocks_while_the_worker_is_stopped(
         c.wait_until_serving()
         (fallback,) = c.records("fallback")
         assert fallback["event"] == "beforeShellExecution" and fallback["outcome"] == "blocked"
+        assert fallback["decided_by"] == "policy" and fallback["client"] == "cloudrunner-hook"
         c.worker.stop(timeout=90)
         assert verify_log(c.deployment.audit_log).ok

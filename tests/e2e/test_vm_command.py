@@ -135,9 +135,9 @@ def test_the_written_configuration_routes_every_cloud_event_to_a_real_daemon(
             agent_env,
             says="the daemon refused the event: the event names the workspace",
         )
-        # refused, nothing ran: the client's fail policy answers (the project's guard is
-        # failClosed, so a published policy blocks; without one it is let through)
-        assert other["permission"] == "allow" or "fail-closed" in other["agent_message"]
+        # refused, nothing ran: the client's fail policy answers, and the policy the
+        # daemon published blocks it (the project's guard for the event is failClosed)
+        assert other["permission"] == "deny" and "fail-closed" in other["agent_message"]
     finally:
         assert daemon.stop() == 0
     assert any(f"workspace {deployment.workspace} (cloned from" in x for x in daemon.stderr_lines)
@@ -178,6 +178,8 @@ def test_the_written_configuration_routes_every_cloud_event_to_a_real_daemon(
 def test_vm_refuses_a_setup_that_would_call_itself_and_a_relative_workspace(
     tmp_path: Path,
 ) -> None:
+    ws = tmp_path / "ws"  # the operator's files outside the checkout
+    ws.mkdir()
     base = [
         sys.executable,
         "-m",
@@ -191,18 +193,18 @@ def test_vm_refuses_a_setup_that_would_call_itself_and_a_relative_workspace(
         str(tmp_path / "u"),
     ]
     loop = subprocess.run(
-        [*base, "--workspace", str(tmp_path), "--enterprise-hooks", str(tmp_path / "hooks.json")],
+        [*base, "--workspace", str(ws), "--enterprise-hooks", str(tmp_path / "hooks.json")],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert loop.returncode != 0 and "call itself" in loop.stderr
     assert "Traceback" not in loop.stderr and not (tmp_path / "hooks.json").exists()
-    missing = subprocess.run([*base, "--check", "--workspace", str(tmp_path),
+    missing = subprocess.run([*base, "--check", "--workspace", str(ws),
                               "--enterprise-hooks", str(tmp_path / "e.json")],
                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert missing.returncode != 0 and "does not exist" in missing.stderr
     for junk in (b"\xff\xfe", b"{not json", b"[]"):
         (tmp_path / "hooks.json").write_bytes(junk)
-        bad = subprocess.run([*base, "--check", "--workspace", str(tmp_path),
+        bad = subprocess.run([*base, "--check", "--workspace", str(ws),
                               "--enterprise-hooks", str(tmp_path / "e.json")],
                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
         assert bad.returncode != 0 and "Traceback" not in bad.stderr + bad.stdout
@@ -210,7 +212,7 @@ def test_vm_refuses_a_setup_that_would_call_itself_and_a_relative_workspace(
         assert any(str(tmp_path / "hooks.json") in line for line in said), said
     own = {"version": 1, "hooks": {"stop": [{"command": "/usr/local/bin/notify.sh"}]}}
     (tmp_path / "hooks.json").write_text(json.dumps(own))
-    kept = subprocess.run([*base, "--workspace", str(tmp_path), "--enterprise-hooks",
+    kept = subprocess.run([*base, "--workspace", str(ws), "--enterprise-hooks",
                            str(tmp_path / "e.json")],
                           capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert (

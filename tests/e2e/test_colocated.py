@@ -11,12 +11,13 @@ containers, as a cloud agent's disk that becomes writable would."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shlex
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,13 +169,22 @@ def colocated(
         _unmount_all(deployment.workspace)
 
 
-def test_hooks_act_on_the_agents_workspace_from_the_moment_it_is_writable(
+Start = Callable[..., contextlib.AbstractContextManager[Colocated]]
+
+
+@pytest.fixture
+def start(
     docker_client: docker.DockerClient,
     worker_image: str,  # noqa: F811
     tmp_path: Path,
     docker_tracker: DockerTracker,
-) -> None:
-    with colocated(docker_client, worker_image, tmp_path, docker_tracker, writable=False) as c:
+) -> Start:
+    """`colocated` on this test's engine, image, directory and tracker."""
+    return functools.partial(colocated, docker_client, worker_image, tmp_path, docker_tracker)
+
+
+def test_hooks_act_on_the_agents_workspace_from_the_moment_it_is_writable(start: Start) -> None:
+    with start(writable=False) as c:
         ws = c.workspace
         # the agent runs the compiled client, which the worker image carries
         code, found = c.agent_shell("command -v cloudrunner-hook")
@@ -222,15 +232,8 @@ def test_hooks_act_on_the_agents_workspace_from_the_moment_it_is_writable(
         assert verify_log(c.deployment.audit_log).ok
 
 
-def test_an_event_naming_another_directory_is_refused_and_runs_nothing(
-    docker_client: docker.DockerClient,
-    worker_image: str,  # noqa: F811
-    tmp_path: Path,
-    docker_tracker: DockerTracker,
-) -> None:
-    with colocated(
-        docker_client, worker_image, tmp_path, docker_tracker, writable=True, agent_clones=True
-    ) as c:
+def test_an_event_naming_another_directory_is_refused_and_runs_nothing(start: Start) -> None:
+    with start(writable=True, agent_clones=True) as c:
         ws = c.workspace
         _, answer, _ = c.send("beforeShellExecution", command="ls", cwd=str(ws))
         assert answer == {"permission": "allow"}  # adopted; `ls` matches no guard
@@ -253,13 +256,8 @@ def test_an_event_naming_another_directory_is_refused_and_runs_nothing(
         assert verify_log(c.deployment.audit_log).ok
 
 
-def test_a_failclosed_guard_blocks_while_the_worker_is_stopped(
-    docker_client: docker.DockerClient,
-    worker_image: str,  # noqa: F811
-    tmp_path: Path,
-    docker_tracker: DockerTracker,
-) -> None:
-    with colocated(docker_client, worker_image, tmp_path, docker_tracker, writable=True) as c:
+def test_a_failclosed_guard_blocks_while_the_worker_is_stopped(start: Start) -> None:
+    with start(writable=True) as c:
         _, answer, _ = c.send("beforeShellExecution", command="ls", cwd=str(c.workspace))
         assert answer == {"permission": "allow"}  # cloned; the guard is loaded
         c.worker.stop(timeout=90)

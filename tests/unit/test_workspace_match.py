@@ -156,11 +156,3 @@ def test_serve_says_which_tree_the_hooks_act_on(
         **base, "workspace.repo": "file:///o", "workspace.path": "/srv/ws"}))  # fmt: skip
     said = capsys.readouterr().err
     assert "workspace /srv/ws (cloned from file:///o into it once it is writable)" in said
-
-
-def test_a_relative_configured_workspace_is_unavailable_not_a_mismatch(tmp_path: Path) -> None:
-    worker = _worker(tmp_path, **{"workspace.path": "relative/ws"})
-    with pytest.raises(PayloadRefused) as refused:
-        worker.handle(_event([str(tmp_path)]))
-    assert refused.value.code == "workspace-unavailable"
-    assert "relative" in refused.value.message

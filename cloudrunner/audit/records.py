@@ -1,16 +1,20 @@
 """The kinds of audit records and the fields the runner fills in for them.
 
-The writer accepts any JSON-able mapping (new fields need no change here); these TypedDicts
-name the fields the worker's records use, so the runner gets them checked by mypy and the
-documentation (README.md, "The audit log") has one place to point at.
+The writer accepts any JSON-able mapping; these TypedDicts name the fields of every record
+kind the worker writes. The worker builds its records only through
+`cloudrunner.event.records`, whose builders return these types, so mypy checks each record
+the code writes against its kind's fields.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from cloudrunner.audit.digest import TextDigest
+
+if TYPE_CHECKING:
+    from cloudrunner.audit.pipeline import Cleaned
 
 
 class RecordKind(StrEnum):
@@ -58,6 +62,8 @@ class EventFields(TypedDict, total=False):
     reason: str
     #: the event's merged answer
     decision: dict[str, Any]
+    #: the seq of the event's `received` record (every later record of the event)
+    event_seq: int
 
 
 class HookFields(EventFields, total=False):
@@ -66,27 +72,107 @@ class HookFields(EventFields, total=False):
     source: str
     source_file: str
     #: sha256 of the hooks file the hook was loaded from
-    source_hash: str
+    source_hash: str | None
     hook_index: int
     command: str
     matcher: str | None
     matched: bool
+    match_reason: str
+    commit: str | None
     sandbox_id: str
-    image_digest: str
-    runtime: str
-    #: the limits the sandbox attested it applied (memory, cpus, pids, timeout, ...)
-    limits: dict[str, Any]
+    image_digest: str | None
+    runtime: str | None
+    #: the limits the sandbox attested it applied (memory, cpus, pids, timeout, ...),
+    #: already cleaned (see AuditWriter.cleaned)
+    limits: Cleaned | dict[str, Any]
+    #: what the engine reported about the hook's container, already cleaned
+    attestation: Cleaned | dict[str, Any]
     duration_ms: float
     exit_code: int | None
     outcome: str
     #: how the merge used the answer: decided, contributed, overridden, ignored, ...
     merge_use: str
+    #: each answer field and what the merge did with it
+    merge_fields: list[dict[str, Any]]
     stdout_excerpt: str
     stderr_excerpt: str
+    stdout_bytes: int
+    stderr_bytes: int
     stdout_digest: TextDigest
     stderr_digest: TextDigest
     #: a failure the sandbox caused (kind, subject, message, the stderr line that showed it)
     sandbox_cause: dict[str, Any]
+
+
+class ReceivedFields(EventFields, total=False):
+    """An event about to run its hooks."""
+
+    workspace: str
+    commit: str | None
+    #: the ids of the hooks planned to run
+    hooks: list[str]
+    #: present (true) when the payload named no workspace_roots
+    workspace_roots_absent: bool
+
+
+class GatedFields(EventFields, total=False):
+    """An event answered neutrally while the writability gate was closed."""
+
+    gate: dict[str, Any]
+
+
+class RefusedFields(EventFields, total=False):
+    """An event refused before any hook ran."""
+
+
+class SkippedFields(EventFields, total=False):
+    """A diagnostic of a source (skipped, broken, ...)."""
+
+    source: str
+    source_file: str | None
+    source_hash: str | None
+    source_status: str
+    diagnostic: dict[str, Any]
+
+
+class DecisionFields(EventFields, total=False):
+    """The event's merged answer, closing it."""
+
+    workspace: str
+    commit: str | None
+    blocked_by: str | None
+    #: how many hooks were planned (run or not)
+    hooks: int
+    #: how the hooks got the owner's access to the workspace
+    workspace_access: dict[str, Any]
+    transcript: dict[str, Any]
+    homes: dict[str, Any]
+
+
+class EnvironmentFields(TypedDict, total=False):
+    """A repository's environment image built and its install command run."""
+
+    image: str
+    image_id: str
+    built: bool
+    install: str
+    commit: str | None
+    outcome: str
+    exit_code: int | None
+    duration_ms: float
+    stdout_excerpt: str
+    stderr_excerpt: str
+    sandbox_id: str
+
+
+class ReapedFields(TypedDict, total=False):
+    """An orphaned sandbox removed at start."""
+
+    container_id: str
+    container_name: str
+    owner: str
+    status: str
+    reason: str
 
 
 class FallbackFields(TypedDict, total=False):

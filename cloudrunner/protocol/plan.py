@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from pydantic import ValidationError
 
@@ -165,12 +165,25 @@ class Plan:
         return tuple(r for t in self.tiers for r in t.resolved)
 
 
-def parse_payload(spec: EventSpec, payload: bytes | Mapping[str, Any]) -> tuple[EventInput, bytes]:
+class DecodedPayload(NamedTuple):
+    """A payload its reader already decoded: the document and the bytes it came from (the
+    bytes hooks get), so it is not parsed a second time."""
+
+    document: dict[str, Any]
+    raw: bytes
+
+
+def parse_payload(
+    spec: EventSpec, payload: bytes | Mapping[str, Any] | DecodedPayload
+) -> tuple[EventInput, bytes]:
     """Validate an event payload; returns the model and the bytes to give the hooks.
 
     Raises `InvalidPayload` for anything that is not a JSON object valid for the event.
     """
-    if isinstance(payload, bytes | bytearray | memoryview):
+    document: Any
+    if isinstance(payload, DecodedPayload):
+        document, raw = payload
+    elif isinstance(payload, bytes | bytearray | memoryview):
         raw = bytes(payload)
         try:
             document = json.loads(raw.decode("utf-8"))
@@ -212,7 +225,7 @@ def parse_payload(spec: EventSpec, payload: bytes | Mapping[str, Any]) -> tuple[
 def build_plan(
     sources: Iterable[HookSource],
     event: str,
-    payload: bytes | Mapping[str, Any],
+    payload: bytes | Mapping[str, Any] | DecodedPayload,
     *,
     profile: Profile = Profile.CLOUD,
     default_timeout: float = DEFAULT_TIMEOUT_SECONDS,

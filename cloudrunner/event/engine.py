@@ -1,0 +1,44 @@
+"""The container engine as the event path uses it: connected on first need, and on that
+first connection the sandboxes a dead worker left behind removed and recorded."""
+
+from __future__ import annotations
+
+import sys
+
+import docker
+
+from cloudrunner.audit import AuditWriter, RecordKind
+from cloudrunner.event import records
+from cloudrunner.sandbox import reaper
+from cloudrunner.sandbox.engine import EngineLink
+
+
+class Engine:
+    def __init__(self, link: EngineLink, worker_id: str, audit: AuditWriter, *, reap: bool) -> None:
+        self.link = link
+        self.worker_id = worker_id
+        self.audit = audit
+        self._reaped = not reap
+
+    def client(self) -> docker.DockerClient:
+        """The engine's client (connecting, and reaping the first time), or the error that
+        fails the hook that needed it."""
+        client = self.link.client()
+        if not self._reaped:
+            self._reaped = True
+            reap_orphans(client, self.worker_id, self.audit)
+        return client
+
+
+def reap_orphans(client: docker.DockerClient, worker_id: str, audit: AuditWriter) -> int:
+    """Remove sandbox containers that a worker process which is gone left behind (a crash,
+    a SIGKILL), recording each; how many were removed. Best effort: a failure is a warning."""
+    try:
+        orphans = reaper.reap(client, current_worker=worker_id)
+    except Exception as exc:  # docker-py lets raw requests errors through
+        print(f"cloudrunner: warning: could not look for orphaned sandboxes: {exc}",
+              file=sys.stderr)  # fmt: skip
+        return 0
+    for orphan in orphans:
+        audit.append(RecordKind.REAPED, records.reaped(orphan))
+    return len(orphans)

@@ -1,0 +1,97 @@
+"""A repository's `.cursor/environment.json` image: built once per environment file and
+commit, and its `install` command run once per image and commit (recorded)."""
+
+from __future__ import annotations
+
+from cloudrunner import environment as project_environment
+from cloudrunner import workspace
+from cloudrunner.audit import AuditWriter, RecordKind
+from cloudrunner.event import records
+from cloudrunner.event.engine import Engine
+from cloudrunner.event.profiles import SandboxProfiles
+from cloudrunner.event.workspaces import locked
+from cloudrunner.protocol.outcomes import Outcome
+from cloudrunner.sandbox.base import ExecRequest, SandboxLabels, SandboxSpec
+from cloudrunner.sandbox.factory import open_sandbox
+from cloudrunner.settings import Settings
+
+
+class EnvironmentImages:
+    def __init__(
+        self, settings: Settings, profiles: SandboxProfiles, engine: Engine, audit: AuditWriter
+    ) -> None:
+        self.settings = settings
+        self.profiles = profiles
+        self.engine = engine
+        self.audit = audit
+        self._images: dict[tuple[str, str, str], str] = {}
+
+    def image_for(self, ws: workspace.Workspace, session: str) -> str | None:
+        """The image of the repository's .cursor/environment.json (built, and its `install`
+        run once per image and commit), or None to use the configured image.
+
+        Called when the first project hook of an event needs its sandbox, so a failure
+        here is that hook's sandbox_error (a block for failClosed hooks), not the worker's.
+        """
+        if not self.settings.workspace.use_environment_json:
+            return None
+        env = project_environment.load_environment(ws.root)
+        if env is None or not env.has_build:
+            return None
+        # A long-lived worker asks the engine once per environment file and commit (an
+        # uncommitted change to the build context is picked up at the next commit).
+        key = (str(ws.root), ws.commit or "", env.sha256)
+        if key in self._images:
+            return self._images[key]
+        built = project_environment.build_image(
+            self.engine.client(), env, labels={"cloudrunner.worker": self.engine.worker_id}
+        )
+        if env.install:
+            self._install_once(ws, env.install, built, session)
+        self._images[key] = built.tag
+        return built.tag
+
+    def _install_once(
+        self,
+        ws: workspace.Workspace,
+        install: str,
+        built: project_environment.EnvironmentImage,
+        session: str,
+    ) -> None:
+        marker_dir = self.settings.state_dir / "environments"
+        marker = marker_dir / f"{built.key[:24]}-{(ws.commit or 'no-commit')[:12]}.installed"
+        with locked(marker_dir / ".install.lock"):
+            if marker.exists():
+                return
+            profile = self.profiles.for_kind("project").model_copy(
+                update={"image": built.tag, "isolation": "hook"}
+            )
+            spec = SandboxSpec(
+                workspace=ws.root,
+                labels=SandboxLabels(
+                    worker=self.engine.worker_id, session=session, source="install"
+                ),
+                profile=profile,
+            )
+            with open_sandbox(spec, self.engine.client()) as sandbox:
+                result = sandbox.run(
+                    ExecRequest(
+                        command=install,
+                        cwd=str(ws.root),
+                        env={"CURSOR_PROJECT_DIR": str(ws.root), "CURSOR_CODE_REMOTE": "true"},
+                        timeout_s=self.settings.workspace.install_timeout,
+                    )
+                )
+            fields = records.environment(
+                self.audit, image=built.tag, image_id=built.image_id, built=built.built,
+                install=install, commit=ws.commit, result=result,
+            )  # fmt: skip
+            self.audit.append(RecordKind.ENVIRONMENT, fields)
+            if result.outcome is not Outcome.OK:
+                tail = result.stderr.decode(errors="replace").strip()[-300:]
+                raise project_environment.EnvironmentBuildError(
+                    f"the install command of {ws.environment_file} failed "
+                    f"({result.outcome}, exit {result.exit_code}: {result.message or tail}); "
+                    "project hooks cannot run in that environment until it is fixed"
+                )
+            marker.write_text(f"{built.image_id}\n{ws.commit}\n")

@@ -1,0 +1,196 @@
+"""The whole event pipeline without an engine: a fake SandboxProvider answers each hook
+from a table, so gate, refusals, tiers, blocks, loop limits and failed sandboxes are seen
+end to end (records included) in plain unit tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cloudrunner import gate
+from cloudrunner.audit import verify_log
+from cloudrunner.event.sandboxes import SandboxRequest
+from cloudrunner.protocol.outcomes import Outcome
+from cloudrunner.protocol.profiles import SourceKind
+from cloudrunner.sandbox.base import ExecRequest, ExecResult, SandboxConfigError
+from cloudrunner.settings import load_settings
+from cloudrunner.worker import PayloadRefused, Worker
+from tests.support.git_repos import git
+
+
+class _Sandbox:
+    def __init__(self, answers: dict[str, tuple[int, str, str]], ran: list[str]) -> None:
+        self.answers = answers
+        self.ran = ran
+
+    def run(self, request: ExecRequest) -> ExecResult:
+        self.ran.append(request.command)
+        code, out, err = self.answers.get(request.command, (0, "{}", ""))
+        return ExecResult(code, out.encode(), err.encode(), 0.001, Outcome.OK, "", "fake-1", {})
+
+    def close(self) -> None:
+        pass
+
+
+class FakeSandboxes:
+    """A SandboxProvider with no engine: each hook's answer by its command; the sources
+    in `broken` fail to open, as a missing image or a dead engine would."""
+
+    warm = False
+
+    def __init__(
+        self,
+        answers: dict[str, tuple[int, str, str]] | None = None,
+        broken: frozenset[SourceKind] = frozenset(),
+    ) -> None:
+        self.answers = answers or {}
+        self.broken = broken
+        self.ran: list[str] = []
+        self.requests: list[SandboxRequest] = []
+
+    def open(self, request: SandboxRequest) -> _Sandbox:
+        self.requests.append(request)
+        if request.kind in self.broken:
+            raise SandboxConfigError(f"no sandbox for {request.kind} hooks here")
+        return _Sandbox(self.answers, self.ran)
+
+
+def _worker(
+    tmp_path: Path,
+    project: dict[str, Any],
+    sandboxes: FakeSandboxes,
+    team: dict[str, Any] | None = None,
+) -> Worker:
+    ws = tmp_path / "ws"
+    (ws / ".cursor").mkdir(parents=True)
+    (ws / ".cursor" / "hooks.json").write_text(json.dumps({"version": 1, "hooks": project}))
+    git(ws, "init", "-q", "-b", "main")
+    git(ws, "add", ".")
+    git(ws, "commit", "-q", "-m", "hooks")
+    overrides: dict[str, Any] = {
+        "state_dir": str(tmp_path / "state"),
+        "workspace.path": str(ws),
+        "worker_id": "unit-pipeline",
+        "home.enabled": False,
+        "sources.enterprise_hooks": str(tmp_path / "no-enterprise.json"),
+    }
+    if team is not None:
+        team_file = tmp_path / "team.json"
+        team_file.write_text(json.dumps({"version": 1, "hooks": team}))
+        overrides["sources.team_hooks"] = str(team_file)
+    settings = load_settings(environ={}, overrides=overrides)
+    return Worker(settings, reap=False, sandboxes=sandboxes)
+
+
+def _records(worker: Worker) -> list[dict[str, Any]]:
+    log = worker.settings.audit_path
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def _shell(command: str = "ls") -> bytes:
+    return json.dumps(
+        {"hook_event_name": "beforeShellExecution", "conversation_id": "c1",
+         "command": command, "cwd": "/"}
+    ).encode()  # fmt: skip
+
+
+def test_one_tier_runs_its_hook_and_records_the_event(tmp_path: Path) -> None:
+    sandboxes = FakeSandboxes({"p": (0, '{"permission": "allow"}', "")})
+    worker = _worker(tmp_path, {"beforeShellExecution": [{"command": "p"}]}, sandboxes)
+    reply = worker.handle(_shell())
+    assert reply.answer["permission"] == "allow"
+    assert sandboxes.ran == ["p"]
+    assert [r.kind for r in sandboxes.requests] == [SourceKind.PROJECT]
+    # (a `skipped` record may say why another source did not load)
+    received, hook, decision = (r for r in _records(worker) if r["kind"] != "skipped")
+    assert [received["kind"], hook["kind"], decision["kind"]] == ["received", "hook", "decision"]
+    assert hook["event_seq"] == decision["event_seq"] == received["seq"]
+    assert hook["outcome"] == "ok" and hook["sandbox_id"] == "fake-1"
+    worker.close()
+    assert verify_log(worker.settings.audit_path).ok
+
+
+def test_a_block_in_the_higher_tier_skips_the_lower_one(tmp_path: Path) -> None:
+    sandboxes = FakeSandboxes({"t": (2, "", "team says no")})
+    worker = _worker(
+        tmp_path,
+        {"beforeShellExecution": [{"command": "p"}]},
+        sandboxes,
+        team={"beforeShellExecution": [{"command": "t"}]},
+    )
+    reply = worker.handle(_shell())
+    assert reply.answer == {"permission": "deny", "agent_message": "team says no"}
+    assert sandboxes.ran == ["t"]  # the project tier never ran
+    records = _records(worker)
+    hooks = {r["command"]: r for r in records if r["kind"] == "hook"}
+    assert hooks["t"]["source"] == "team" and hooks["p"]["outcome"] == "skipped"
+    (decision,) = (r for r in records if r["kind"] == "decision")
+    assert decision["blocked_by"] is not None and decision["decision"] == reply.answer
+    worker.close()
+
+
+def test_a_closed_gate_answers_neutrally_and_runs_nothing(tmp_path: Path) -> None:
+    sandboxes = FakeSandboxes()
+    worker = _worker(tmp_path, {"beforeShellExecution": [{"command": "p"}]}, sandboxes)
+    gate.set_mode(worker.gate_dir, gate.GateMode.CLOSED)
+    reply = worker.handle(_shell())
+    assert reply.gated and sandboxes.ran == [] and sandboxes.requests == []
+    assert [r["kind"] for r in _records(worker)] == ["gated"]
+    worker.close()
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (b"not json", "payload-not-json"),
+        (b"[]", "payload-not-json"),
+        (b"{}", "event-missing"),
+        (b'{"hook_event_name": "noSuchEvent"}', "unknown-event"),
+        (b'{"hook_event_name": "beforeShellExecution", "command": 3}', "payload-invalid"),
+    ],
+)
+def test_a_refused_payload_is_recorded_and_runs_nothing(
+    tmp_path: Path, raw: bytes, code: str
+) -> None:
+    sandboxes = FakeSandboxes()
+    worker = _worker(tmp_path, {"beforeShellExecution": [{"command": "p"}]}, sandboxes)
+    with pytest.raises(PayloadRefused) as caught:
+        worker.handle(raw)
+    assert caught.value.code == code
+    assert sandboxes.requests == []
+    (refused,) = _records(worker)
+    assert refused["kind"] == "refused" and refused["reason"] == caught.value.message
+    worker.close()
+
+
+def test_a_stop_followup_is_dropped_over_its_loop_limit(tmp_path: Path) -> None:
+    followup = json.dumps({"followup_message": "again"})
+    sandboxes = FakeSandboxes({"s": (0, followup, "")})
+    worker = _worker(tmp_path, {"stop": [{"command": "s", "loop_limit": 1}]}, sandboxes)
+    stop = json.dumps(
+        {"hook_event_name": "stop", "conversation_id": "c1", "status": "completed"}
+    ).encode()
+    assert worker.handle(stop).answer == {"followup_message": "again"}
+    assert worker.handle(stop).answer == {}  # the budget of one is spent
+    hooks = [r for r in _records(worker) if r["kind"] == "hook"]
+    assert "over loop_limit" in json.dumps(hooks[-1]["merge_fields"])
+    worker.close()
+
+
+def test_a_sandbox_that_cannot_open_fails_its_hook_and_a_fail_closed_one_blocks(
+    tmp_path: Path,
+) -> None:
+    sandboxes = FakeSandboxes(broken=frozenset({SourceKind.PROJECT}))
+    worker = _worker(
+        tmp_path, {"beforeShellExecution": [{"command": "p", "failClosed": True}]}, sandboxes
+    )
+    reply = worker.handle(_shell())
+    assert reply.answer["permission"] == "deny"
+    assert sandboxes.ran == []
+    (hook,) = (r for r in _records(worker) if r["kind"] == "hook")
+    assert hook["outcome"] == "sandbox_error"
+    assert "no sandbox for project hooks here" in hook["reason"]
+    worker.close()

@@ -25,6 +25,7 @@ from pydantic import (
 
 from cloudrunner.egress.rules import EgressSettings
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.protocol.profiles import MANAGED_NAMES, SOURCE_NAMES, SourceKindName
 from cloudrunner.sandbox.limits import MIB, ByteSize, SandboxProfile
 
 DEFAULT_CONFIG_PATHS = (Path("/etc/cloudrunner/config.toml"),)
@@ -53,11 +54,6 @@ def _digest_glob(value: str) -> str:
     return check_glob(value)
 
 
-_ALL_SOURCES: tuple[Literal["enterprise", "team", "project", "user"], ...] = (
-    "enterprise", "team", "project", "user",
-)  # fmt: skip
-
-
 class SourcesSettings(_Section):
     enterprise_hooks: Path = Path("/etc/cursor/hooks.json")
     """the managed enterprise hooks file; a missing file means no enterprise hooks"""
@@ -67,9 +63,7 @@ class SourcesSettings(_Section):
     """home directory whose ~/.cursor/hooks.json the desktop profile loads; empty means $HOME"""
     trust_project_hooks: bool = True
     """project hooks run only in a trusted workspace (default: a cloud agent trusts its repo)"""
-    allowed: list[Literal["enterprise", "team", "project", "user"]] = Field(
-        default_factory=lambda: list(_ALL_SOURCES)
-    )
+    allowed: list[SourceKindName] = Field(default_factory=lambda: list(SOURCE_NAMES))
     """the sources that may load; managed-only mode: ["enterprise", "team"] (the others are
     skipped, and each skip is recorded with this reason)"""
     claude_code: bool = False
@@ -194,9 +188,6 @@ class ServerSettings(_Section):
     max_connections)"""
 
 
-SourceKindName = Literal["enterprise", "team", "project", "user"]
-
-
 class SandboxSettings(SandboxProfile):
     """The sandbox profile for every source, plus per-source overrides."""
 
@@ -252,7 +243,7 @@ class Settings(_Section):
 
     @model_validator(mode="after")
     def _egress_fits_the_sandbox(self) -> Settings:
-        for kind in ("enterprise", "team"):
+        for kind in MANAGED_NAMES:
             if (
                 self.egress.rules_for(kind).policy == "allowlist"
                 and self.sandbox.profile_for(kind).network != "none"

@@ -35,6 +35,7 @@ from cloudrunner.event.profiles import SandboxProfiles
 from cloudrunner.event.sandboxes import EngineSandboxes, SandboxProvider
 from cloudrunner.event.workspaces import Workspaces
 from cloudrunner.protocol.profiles import Profile
+from cloudrunner.refusals import ErrorCode
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.session_pool import SessionPool
 from cloudrunner.session import SessionStore
@@ -134,7 +135,7 @@ class Worker(ClosesOnExit):
 
     def refuse(self, event: str, reason: str, code: str) -> NoReturn:
         """Record a `refused` event whose payload was never read, and raise PayloadRefused."""
-        self.pipeline.refuse(event, {}, Refusal(reason, code))
+        self.pipeline.refuse(event, {}, Refusal(reason, ErrorCode(code)))
 
     def workspaces(self) -> list[workspace.Workspace]:
         """The checkouts this worker has resolved so far."""

@@ -15,8 +15,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-MISMATCH = "workspace-mismatch"
-INVALID = "payload-invalid"
+from cloudrunner.refusals import ErrorCode
+
+MISMATCH = ErrorCode.WORKSPACE_MISMATCH
+INVALID = ErrorCode.PAYLOAD_INVALID
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,7 @@ class RootCheck:
     """The outcome: `code` None when the event may run on the configured workspace,
     else the refusal code with its one-line `reason`."""
 
-    code: str | None = None
+    code: ErrorCode | None = None
     reason: str = ""
     absent: bool = False
 

@@ -20,6 +20,7 @@ from typing import Any
 from cloudrunner.audit.pipeline import format_time
 from cloudrunner.audit.records import RecordKind
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.protocol.profiles import SOURCE_NAMES
 
 #: the event names `--event` takes: the protocol's events, spelled here because the audit
 #: readers must not import the protocol core (pydantic); a unit test keeps them equal
@@ -203,9 +204,7 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--event", action="append", default=[], metavar="NAME", help="an event name, e.g. stop"
     )
-    group.add_argument(
-        "--source", action="append", default=[], choices=["enterprise", "team", "project", "user"]
-    )
+    group.add_argument("--source", action="append", default=[], choices=list(SOURCE_NAMES))
     group.add_argument(
         "--command",
         action="append",

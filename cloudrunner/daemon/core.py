@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from cloudrunner import gate, hook_home
+from cloudrunner import gate, hook_home, refusals
 from cloudrunner.audit.fallback import IngestReport, ingest
 from cloudrunner.closing import ClosesOnExit
 from cloudrunner.daemon.fail_policy import PolicyBook
@@ -33,6 +33,7 @@ from cloudrunner.egress.manager import EgressRulesError
 from cloudrunner.egress.proxy import EgressUnavailable
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.events import EVENTS
+from cloudrunner.protocol.profiles import SOURCE_NAMES, SourceKind
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.session_pool import SessionPool
 from cloudrunner.settings import Settings
@@ -247,9 +248,7 @@ class Daemon(ClosesOnExit):
                 reply = session.worker.handle(payload, event)
             except PayloadRefused as exc:
                 self.metrics.record_event(label, "refused", time.monotonic() - started)
-                raise DaemonError(
-                    exc.message, exc.code, _REFUSAL_STATUS.get(exc.code, 400)
-                ) from None
+                raise DaemonError(exc.message, exc.code, refusals.status_of(exc.code)) from None
             except CloudrunnerError as exc:
                 self.metrics.record_event(label, "error", time.monotonic() - started)
                 raise DaemonError(exc.message, "worker-error", 500) from exc
@@ -268,7 +267,7 @@ class Daemon(ClosesOnExit):
         try:
             session.worker.refuse(event, reason, code)
         except PayloadRefused as exc:
-            return DaemonError(exc.message, exc.code, _REFUSAL_STATUS.get(code, 400))
+            return DaemonError(exc.message, exc.code, refusals.status_of(code))
         raise AssertionError("Worker.refuse returned")  # it always raises
 
     @contextmanager
@@ -350,8 +349,7 @@ class Daemon(ClosesOnExit):
         """Each source's egress rules in force (the rules file's, or the last POST's)."""
         settings = self.egress.settings
         view: dict[str, Any] = {
-            kind: settings.rules_for(kind).model_dump(mode="json")
-            for kind in ("enterprise", "team", "project", "user")
+            kind: settings.rules_for(kind).model_dump(mode="json") for kind in SOURCE_NAMES
         }
         view["proxy"] = self.egress.status()[1]
         return view
@@ -496,23 +494,8 @@ class Daemon(ClosesOnExit):
         }  # fmt: skip
 
 
-_KINDS = ("enterprise", "team", "project")
-
-_REFUSAL_STATUS = {
-    "payload-too-large": 413,
-    "payload-not-json": 400,
-    "payload-invalid": 400,
-    "event-missing": 400,
-    "unknown-event": 404,
-    "event-not-in-cloud": 422,
-    "workspace-unavailable": 422,
-    # the event names another directory than the worker's configured workspace
-    "workspace-mismatch": 409,
-    "payload-unencodable": 400,
-    # the worker cannot keep the event's records: nothing ran; the client applies its policy
-    "audit-unwritable": 503,
-    "session-state-unavailable": 503,
-}
+#: the sources a cloud worker loads (the user's is the desktop's)
+_KINDS = tuple(name for name in SOURCE_NAMES if SourceKind(name) is not SourceKind.USER)
 
 
 def _draining() -> DaemonError:

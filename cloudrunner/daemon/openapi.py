@@ -15,9 +15,11 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from cloudrunner import refusals
 from cloudrunner.daemon import models
 from cloudrunner.egress.rules import EgressRules
 from cloudrunner.protocol.events import EVENTS
+from cloudrunner.protocol.profiles import SOURCE_NAMES
 
 #: what a path parameter ({session}, {event}) may hold
 SEGMENT = r"[A-Za-z0-9_.\-]+"
@@ -57,22 +59,10 @@ def _error(*codes: str) -> Reply:
     return Reply(", ".join(codes), models.Error, codes)
 
 
+#: the error replies of an event request, generated from the one table of error codes
 _EVENT_ERRORS: dict[int, Reply] = {
-    400: _error(
-        "payload-not-json",
-        "payload-invalid",
-        "payload-unencodable",
-        "event-missing",
-        "invalid-request",
-    ),
-    401: Reply("unauthorized (TCP without the bearer token)", models.Error, ("unauthorized",)),
-    404: _error("unknown-event", "unknown-session"),
-    409: _error("workspace-mismatch"),
-    411: _error("length-required"),
-    413: _error("payload-too-large"),
-    422: _error("event-not-in-cloud", "workspace-unavailable"),
-    500: _error("worker-error", "internal"),
-    503: _error("draining", "audit-unwritable", "session-state-unavailable"),
+    status: Reply(refusals.DESCRIPTIONS.get(status, ", ".join(codes)), models.Error, codes)
+    for status, codes in refusals.by_status().items()
 }
 
 
@@ -125,7 +115,7 @@ OPERATIONS: tuple[Operation, ...] = (
 )  # fmt: skip
 
 _PARAMS: dict[str, dict[str, Any]] = {
-    "source": {"type": "string", "enum": ["enterprise", "team", "project", "user"]},
+    "source": {"type": "string", "enum": list(SOURCE_NAMES)},
     "session": {"type": "string", "pattern": f"^{SEGMENT}$"},
     "event": {"type": "string", "enum": sorted(EVENTS)},
 }

@@ -21,8 +21,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from cloudrunner.protocol.profiles import SOURCE_NAMES
+
 Policy = Literal["none", "allowlist", "open"]
-SOURCE_KINDS = ("enterprise", "team", "project", "user")
+SOURCE_KINDS = SOURCE_NAMES
 PROXY_PORT = 3128
 #: the proxy's name on the internal network (a network alias)
 PROXY_HOST = "cloudrunner-egress-proxy"

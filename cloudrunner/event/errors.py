@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.refusals import ErrorCode
 
 #: the exit code of `run` when the audit log cannot take an event's first record
 #: (sysexits' EX_IOERR)
@@ -15,10 +16,11 @@ AUDIT_UNWRITABLE_EXIT = 74
 class PayloadRefused(CloudrunnerError):
     """The event was refused before any hook ran (recorded in the audit log).
 
-    `code` is stable (the daemon's API answers with it; see the daemon's refusal table).
+    `code` is stable (the daemon's API answers with it): one of `refusals.WORKER_REFUSALS`,
+    with its HTTP status in the table of `cloudrunner.refusals`.
     """
 
-    def __init__(self, message: str, code: str) -> None:
+    def __init__(self, message: str, code: ErrorCode) -> None:
         super().__init__(message)
         self.code = code
 
@@ -30,7 +32,7 @@ class EventNotRecorded(PayloadRefused):
     exit_code = AUDIT_UNWRITABLE_EXIT
 
     def __init__(self, message: str) -> None:
-        super().__init__(message, "audit-unwritable")
+        super().__init__(message, ErrorCode.AUDIT_UNWRITABLE)
 
 
 class Refusal(CloudrunnerError):
@@ -44,7 +46,7 @@ class Refusal(CloudrunnerError):
     def __init__(
         self,
         message: str,
-        code: str,
+        code: ErrorCode,
         *,
         event: str | None = None,
         document: Mapping[str, Any] | None = None,

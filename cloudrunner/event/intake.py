@@ -17,6 +17,7 @@ from cloudrunner.protocol.errors import EventNotAvailable, UnknownEvent
 from cloudrunner.protocol.events import MAX_PAYLOAD_DEPTH, EventSpec, event_spec, payload_problem
 from cloudrunner.protocol.plan import DecodedPayload
 from cloudrunner.protocol.profiles import Profile
+from cloudrunner.refusals import ErrorCode
 
 
 class EventIds(TypedDict):
@@ -59,7 +60,7 @@ def read(payload: bytes, event: str | None, *, cap: int, profile: Profile) -> In
     if not name:
         raise Refusal(
             "the payload has no hook_event_name; pass --event NAME",
-            "event-missing",
+            ErrorCode.EVENT_MISSING,
             event="",
             document=document,
         )
@@ -68,9 +69,11 @@ def read(payload: bytes, event: str | None, *, cap: int, profile: Profile) -> In
         if not profile.runs_event(spec.in_cloud):
             raise EventNotAvailable(name, str(profile), spec.not_in_cloud_reason or "")
     except UnknownEvent as exc:
-        raise Refusal(exc.message, "unknown-event", event=name, document=document) from None
+        raise Refusal(exc.message, ErrorCode.UNKNOWN_EVENT, event=name, document=document) from None
     except EventNotAvailable as exc:
-        raise Refusal(exc.message, "event-not-in-cloud", event=name, document=document) from None
+        raise Refusal(
+            exc.message, ErrorCode.EVENT_NOT_IN_CLOUD, event=name, document=document
+        ) from None
     return Intake(name, spec, DecodedPayload(document, payload))
 
 
@@ -80,7 +83,7 @@ def _document(payload: bytes, event: str | None, cap: int) -> dict[str, Any]:
         raise Refusal(
             f"the payload is {len(payload)} bytes, over the {cap}-byte cap "
             "(max_payload_bytes in the settings)",
-            "payload-too-large",
+            ErrorCode.PAYLOAD_TOO_LARGE,
             event=named,
             document={},
         )
@@ -90,21 +93,21 @@ def _document(payload: bytes, event: str | None, cap: int) -> dict[str, Any]:
         raise Refusal(
             "the payload cannot be kept as sent: nested deeper than "
             f"{MAX_PAYLOAD_DEPTH} levels; send a flatter payload",
-            "payload-unencodable",
+            ErrorCode.PAYLOAD_UNENCODABLE,
             event=named,
             document={},
         ) from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise Refusal(
             f"the payload is not a JSON document ({exc})",
-            "payload-not-json",
+            ErrorCode.PAYLOAD_NOT_JSON,
             event=named,
             document={},
         ) from None
     if not isinstance(document, dict):
         raise Refusal(
             f"the payload must be a JSON object, not {type(document).__name__}",
-            "payload-not-json",
+            ErrorCode.PAYLOAD_NOT_JSON,
             event=named,
             document={},
         )
@@ -113,7 +116,7 @@ def _document(payload: bytes, event: str | None, cap: int) -> dict[str, Any]:
         # the refused record keeps only what is safe to encode, never the payload
         raise Refusal(
             f"the payload cannot be kept as sent: {problem}",
-            "payload-unencodable",
+            ErrorCode.PAYLOAD_UNENCODABLE,
             event=event or safe_text(document.get("hook_event_name")),
             document=document,
             keep_payload=False,

@@ -41,6 +41,7 @@ from cloudrunner.protocol.events import neutral_answer
 from cloudrunner.protocol.merge import merge
 from cloudrunner.protocol.plan import Plan, build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
+from cloudrunner.refusals import ErrorCode
 from cloudrunner.runner import SandboxSet, run_plan
 from cloudrunner.sandbox.base import HOOK_HOME
 from cloudrunner.session import (
@@ -175,11 +176,11 @@ class EventPipeline:
                 matcher_timeout=self.settings.matcher_timeout_ms / 1000,
             )
         except InvalidPayload as exc:
-            raise Refusal(exc.message, "payload-invalid") from exc
+            raise Refusal(exc.message, ErrorCode.PAYLOAD_INVALID) from exc
         try:
             state = self.sessions.load(plan.conversation_id)
         except SessionStateError as exc:
-            raise Refusal(exc.message, "session-state-unavailable") from exc
+            raise Refusal(exc.message, ErrorCode.SESSION_STATE_UNAVAILABLE) from exc
         return Admitted(ws, access, roots_absent, sources, plan, state)
 
     def _run(self, intake: intake_stage.Intake, admitted: Admitted) -> EventReply:

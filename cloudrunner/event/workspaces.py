@@ -18,6 +18,7 @@ from cloudrunner import gate, ownership, workspace, workspace_match
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.event.errors import Refusal
 from cloudrunner.event.profiles import SandboxProfiles
+from cloudrunner.refusals import ErrorCode
 from cloudrunner.settings import Settings
 
 
@@ -77,12 +78,12 @@ class Workspaces:
             try:
                 workspace.check_unchanged(found.root)
             except CloudrunnerError as exc:
-                raise Refusal(exc.message, "workspace-unavailable") from exc
+                raise Refusal(exc.message, ErrorCode.WORKSPACE_UNAVAILABLE) from exc
             return _current(found)
         try:
             ws = self._checkout(document)
         except CloudrunnerError as exc:
-            raise Refusal(exc.message, "workspace-unavailable") from exc
+            raise Refusal(exc.message, ErrorCode.WORKSPACE_UNAVAILABLE) from exc
         self._workspaces[key] = ws
         return _current(ws)
 
@@ -99,7 +100,7 @@ class Workspaces:
                 return None
             report = ownership.grant_workspace(ws.root, self.profiles.hook_uids(ws.root))
         except CloudrunnerError as exc:
-            raise Refusal(exc.message, "workspace-unavailable") from exc
+            raise Refusal(exc.message, ErrorCode.WORKSPACE_UNAVAILABLE) from exc
         if report.mechanism != "deferred":
             self._access[ws.root] = report
         return report

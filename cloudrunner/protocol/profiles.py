@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal, get_args
 
 
 class Profile(StrEnum):
@@ -38,3 +39,26 @@ class SourceKind(StrEnum):
     def priority(self) -> int:
         """0 is the highest priority (enterprise), 3 the lowest (user)."""
         return list(SourceKind).index(self)
+
+    @property
+    def managed(self) -> bool:
+        """Enterprise and team hooks: the operator's, loaded from files outside the
+        repository (read-only, no network unless the operator grants it)."""
+        return self in MANAGED_SOURCES
+
+
+#: the operator-managed sources, and the others (the repository's and the user's)
+MANAGED_SOURCES: frozenset[SourceKind] = frozenset({SourceKind.ENTERPRISE, SourceKind.TEAM})
+UNMANAGED_SOURCES: frozenset[SourceKind] = frozenset(SourceKind) - MANAGED_SOURCES
+
+#: the source kinds' names as a type, for settings and models that validate plain strings
+#: (the same four as SourceKind, in its order: checked below)
+SourceKindName = Literal["enterprise", "team", "project", "user"]
+#: every source kind's name, highest priority first
+SOURCE_NAMES: tuple[SourceKindName, ...] = get_args(SourceKindName)
+if tuple(SourceKind) != SOURCE_NAMES:  # pragma: no cover - a change to one but not the other
+    raise AssertionError("SourceKindName and SourceKind name different sources")
+#: the managed sources' names, in priority order
+MANAGED_NAMES: tuple[SourceKindName, ...] = tuple(
+    name for name in SOURCE_NAMES if SourceKind(name) in MANAGED_SOURCES
+)

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from cloudrunner.protocol.profiles import MANAGED_NAMES
+
 #: stderr lines longer than this are cut before matching (and in the record)
 LINE_LIMIT = 500
 #: only the first lines of stderr are searched: the cause of a failure is printed early
@@ -69,7 +71,7 @@ class SandboxContext:
         if not path.startswith("/"):
             # resolved from the working directory: the workspace for project hooks, the
             # hooks file's own (read-only) directory for enterprise and team hooks
-            return self.source not in ("enterprise", "team")
+            return self.source not in MANAGED_NAMES
         return path == root or path.startswith(root + "/")
 
 
@@ -221,7 +223,7 @@ def _read_only(path: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
 
 def _no_network(host: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
     what = f"`{host}` cannot be resolved" if host else "the network cannot be reached"
-    if ctx.network in ("", "none") and ctx.source in ("enterprise", "team"):
+    if ctx.network in ("", "none") and ctx.source in MANAGED_NAMES:
         return CauseKind.NO_NETWORK, (
             f"no network for {ctx.source} hooks here: {what} because the sandbox's network is "
             f"none; the operator can allow one (sandbox.per_source.{ctx.source}.network)"

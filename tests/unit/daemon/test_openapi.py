@@ -49,3 +49,27 @@ def test_the_document_and_the_router_come_from_one_table() -> None:
     event = doc["paths"]["/v1/sessions/{session}/events/{event}"]["post"]
     assert [p["name"] for p in event["parameters"]] == ["session", "event"]
     assert "stop" in event["parameters"][1]["schema"]["enum"]
+
+
+def test_the_error_replies_of_an_event_are_the_table_of_error_codes() -> None:
+    from cloudrunner import refusals
+
+    doc = document()
+    event = doc["paths"]["/v1/sessions/{session}/events/{event}"]["post"]["responses"]
+    table = {
+        str(status): sorted(str(code) for code, (s, _) in refusals.TABLE.items() if s == status)
+        for status in {s for s, _ in refusals.TABLE.values()}
+    }
+    assert {status: sorted(reply.get("x-error-codes", [])) for status, reply in event.items()
+            if status != "200"} == table  # fmt: skip
+
+
+def test_every_code_the_worker_refuses_with_has_a_status() -> None:
+    from cloudrunner import refusals
+    from cloudrunner.refusals import ErrorCode
+
+    assert set(refusals.TABLE) == set(ErrorCode)
+    assert ErrorCode.AUDIT_UNWRITABLE in refusals.WORKER_REFUSALS
+    assert ErrorCode.DRAINING not in refusals.WORKER_REFUSALS
+    assert refusals.status_of("payload-too-large") == 413
+    assert refusals.status_of("no-such-code") == 400

@@ -9,12 +9,12 @@ for the CLI's error boundary; a hook's failure is an outcome, never an exception
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
 import docker
+import structlog
 
 from cloudrunner import workspace
 from cloudrunner.audit import AuditWriter, TornAcknowledgement
@@ -177,5 +177,5 @@ def open_audit(settings: Settings) -> AuditWriter:
 
 
 def _report_torn(ack: TornAcknowledgement) -> None:
-    # stderr, never stdout: the operator sees it, the agent's answer stays clean
-    print(f"cloudrunner: warning: {ack.message()}", file=sys.stderr)
+    # the operational log (stderr), never stdout: the agent's answer stays clean
+    structlog.get_logger("cloudrunner.worker").warning("audit-torn", problem=ack.message())

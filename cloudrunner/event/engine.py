@@ -3,14 +3,15 @@ first connection the sandboxes a dead worker left behind removed and recorded.""
 
 from __future__ import annotations
 
-import sys
-
 import docker
+import structlog
 
 from cloudrunner.audit import AuditWriter, RecordKind
 from cloudrunner.event import records
 from cloudrunner.sandbox import reaper
 from cloudrunner.sandbox.engine import EngineLink
+
+_log = structlog.get_logger("cloudrunner.worker")
 
 
 class Engine:
@@ -36,8 +37,7 @@ def reap_orphans(client: docker.DockerClient, worker_id: str, audit: AuditWriter
     try:
         orphans = reaper.reap(client, current_worker=worker_id)
     except Exception as exc:  # docker-py lets raw requests errors through
-        print(f"cloudrunner: warning: could not look for orphaned sandboxes: {exc}",
-              file=sys.stderr)  # fmt: skip
+        _log.warning("reap-failed", problem=f"could not look for orphaned sandboxes: {exc}")
         return 0
     for orphan in orphans:
         audit.append(RecordKind.REAPED, records.reaped(orphan))

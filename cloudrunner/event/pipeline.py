@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
+
+import structlog
 
 from cloudrunner import ownership, recording, transcript, workspace
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind
@@ -246,8 +247,8 @@ class EventPipeline:
         ]
         unrecorded += self._write(name, received["seq"], written)
         for problem in unrecorded:
-            # stderr, never stdout: the agent still gets the hooks' answer
-            print(f"cloudrunner: warning: {problem}", file=sys.stderr, flush=True)
+            # the operational log (stderr), never stdout: the agent still gets the answer
+            _log.warning("event-unrecorded", event=name, problem=problem)
         return EventReply(
             merged.answer,
             gated=False,
@@ -375,6 +376,9 @@ class EventPipeline:
             f"be written ({exc}); free space or fix the permissions of "
             f"{self.settings.audit_path}"
         )
+
+
+_log = structlog.get_logger("cloudrunner.worker")
 
 
 def _nothing() -> None:

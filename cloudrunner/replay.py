@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cloudrunner.audit.records import RecordKind
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.event_stream import Stream, StreamEvent, rewrite_stream
 
@@ -259,7 +260,7 @@ def _normalised(answer: dict[str, Any], event: StreamEvent) -> dict[str, Any]:
 def _replayed_hooks(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from cloudrunner.recording import HOOK_KEYS
 
-    return [{k: r.get(k) for k in HOOK_KEYS} for r in records if r.get("kind") == "hook"]
+    return [{k: r.get(k) for k in HOOK_KEYS} for r in records if r.get("kind") == RecordKind.HOOK]
 
 
 def run_replay(

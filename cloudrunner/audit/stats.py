@@ -22,7 +22,13 @@ from typing import IO, Any
 from cloudrunner.audit.filters import DECISION_LABELS, RecordFilter, decision_label
 from cloudrunner.audit.parallel import per_file, work_of
 from cloudrunner.audit.reader import Entry, expand, read_file
+from cloudrunner.audit.records import RecordKind
 from cloudrunner.errors import ExitCode
+
+#: the kinds the tally reads (bound once: the loop below runs for every record)
+_HOOK, _DECISION, _GATED, _REFUSED, _EGRESS = (
+    RecordKind.HOOK, RecordKind.DECISION, RecordKind.GATED, RecordKind.REFUSED, RecordKind.EGRESS,
+)  # fmt: skip
 
 #: outcomes that count as a failure of the hook (a block is a hook doing its job)
 FAILURE_OUTCOMES = frozenset(
@@ -125,7 +131,7 @@ class Stats:
         event = get("event") or ""
         if type(event) is not str:
             event = str(event)
-        if kind == "hook":
+        if kind == _HOOK:
             source = get("source") or ""
             if type(source) is not str:
                 source = str(source)
@@ -147,13 +153,13 @@ class Stats:
             if per_source is None:
                 per_source = self.sources[source] = Counter()
             per_source[outcome] = per_source.get(outcome, 0) + 1
-        elif kind == "decision" or kind == "gated" or kind == "refused":
+        elif kind in (_DECISION, _GATED, _REFUSED):
             stats = self.events.get(event)
             if stats is None:
                 stats = self.events[event] = EventStats()
-            if kind == "gated":
+            if kind == _GATED:
                 stats.gated += 1
-            elif kind == "refused":
+            elif kind == _REFUSED:
                 stats.refused += 1
             else:
                 label = decision_label(get("decision")) or "none"
@@ -162,7 +168,7 @@ class Stats:
                     blocked = _blocked_command(record)
                     if blocked is not None:
                         self.blocked_commands[blocked] += 1
-        elif kind == "egress" and "decision" in record:
+        elif kind == _EGRESS and "decision" in record:
             source = str(get("source") or "unknown")
             per_source = self.egress.get(source)
             if per_source is None:

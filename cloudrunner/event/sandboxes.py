@@ -36,38 +36,33 @@ class SandboxRequest:
 
 
 class SandboxProvider(Protocol):
-    #: True when sandboxes are borrowed warm (worth opening the first one while the
-    #: event's first record syncs)
-    warm: bool
+    @property
+    def warm(self) -> bool:
+        """True when sandboxes are borrowed warm (worth opening the first one while the
+        event's first record syncs)."""
+        ...
 
     def open(self, request: SandboxRequest) -> Sandbox:
         """The sandbox, or the error that fails the hooks that needed it."""
         ...
 
 
+@dataclass(frozen=True, eq=False)
 class EngineSandboxes:
     """Sandboxes on the container engine: borrowed from the warm pool (session isolation
     with a pool) or opened for the event."""
 
-    def __init__(
-        self,
-        *,
-        state_dir: Path,
-        profiles: SandboxProfiles,
-        workspaces: Workspaces,
-        environments: EnvironmentImages,
-        egress: Egress,
-        engine: Engine,
-        pool: SessionPool | None,
-    ) -> None:
-        self.state_dir = state_dir
-        self.profiles = profiles
-        self.workspaces = workspaces
-        self.environments = environments
-        self.egress = egress
-        self.engine = engine
-        self.pool = pool
-        self.warm = pool is not None
+    state_dir: Path
+    profiles: SandboxProfiles
+    workspaces: Workspaces
+    environments: EnvironmentImages
+    egress: Egress
+    engine: Engine
+    pool: SessionPool | None
+
+    @property
+    def warm(self) -> bool:
+        return self.pool is not None
 
     def open(self, request: SandboxRequest) -> Sandbox:
         kind, ws = request.kind, request.workspace

@@ -217,7 +217,10 @@ func appendSpool(dir string, line []byte) string {
 	notRecorded := func(why string) string {
 		return fmt.Sprintf("cloudrunner: cannot write the fallback spool %s (%s); this event is not recorded", path, why)
 	}
-	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+	// Never through a link planted in the spool's place, and never blocked on a FIFO there.
+	flags := syscall.O_WRONLY | syscall.O_APPEND | syscall.O_CREAT | syscall.O_CLOEXEC |
+		syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+	fd, err := syscall.Open(path, flags, 0o600)
 	if err != nil {
 		return notRecorded(osText(err))
 	}
@@ -225,6 +228,9 @@ func appendSpool(dir string, line []byte) string {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
 		return notRecorded(osText(err))
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return notRecorded("not a regular file")
 	}
 	if st.Size+int64(len(line)) > spoolMaxBytes {
 		return fmt.Sprintf("cloudrunner: the fallback spool %s is full (1 MiB); this event is not recorded", path)

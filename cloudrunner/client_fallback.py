@@ -10,6 +10,7 @@ daemon answered (never on the success path), so json and hashlib cost nothing th
 
 import json
 import os
+import stat
 import time
 
 from cloudrunner.client import Endpoint, env_var, os_text
@@ -174,10 +175,14 @@ def append_spool(directory: "str | None", line: bytes) -> "str | None":
         )
     path = _join(directory, SPOOL_NAME)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # never through a link planted in the spool's place, never blocked on a FIFO there
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+        fd = os.open(path, flags | os.O_NONBLOCK, 0o600)
     except OSError as exc:
         return f"cloudrunner: cannot write the fallback spool {path} ({os_text(exc)}); this event is not recorded"  # noqa: E501
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return f"cloudrunner: cannot write the fallback spool {path} (not a regular file); this event is not recorded"  # noqa: E501
         if os.fstat(fd).st_size + len(line) > SPOOL_MAX_BYTES:
             return (
                 f"cloudrunner: the fallback spool {path} is full (1 MiB); "

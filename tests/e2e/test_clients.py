@@ -6,6 +6,7 @@ stdout or stderr between them fails the test (tests/support/two_clients.py)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -560,3 +561,25 @@ def test_the_compiled_client_without_python_answers_by_policy(tmp_path: Path) ->
     assert (record["client"], record["outcome"], record["decided_by"]) == (
         "cloudrunner-hook", "blocked", "flag"
     )  # fmt: skip
+
+
+def test_a_link_or_fifo_planted_as_the_spool_is_not_written_through(tmp_path: Path) -> None:
+    """The spool is opened without following a link and without blocking on a FIFO: the
+    link's target is untouched, and both clients say so in the same line."""
+    sock = tmp_path / "cloudrunner.sock"
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("untouched\n")
+    spool = tmp_path / "fallback.spool"
+    spool.symlink_to(target)
+    linked = run_both(["hook", "stop", "--socket", str(sock)], b"{}")
+    assert linked.code == 0 and _answer(linked) == {}
+    assert linked.lines[-1] == (
+        f"cloudrunner: cannot write the fallback spool {spool} (too many levels of symbolic "
+        "links); this event is not recorded"
+    )
+    assert target.read_text() == "untouched\n"
+    spool.unlink()
+    os.mkfifo(spool)
+    fifo = run_both(["hook", "stop", "--socket", str(sock)], b"{}")
+    assert fifo.code == 0 and _answer(fifo) == {}
+    assert fifo.lines[-1].startswith(f"cloudrunner: cannot write the fallback spool {spool} (")

@@ -32,6 +32,14 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResp
 
 from cloudrunner.daemon.app import token_matches
 
+#: the uvicorn releases this module and daemon/listeners.py were written for (pyproject.toml
+#: pins the same range). Both reach past uvicorn's public API: GuardedProtocol overrides
+#: HttpToolsProtocol's parser callbacks and reads or swaps its `app`, `cycle` and `transport`;
+#: the listeners drive `Server.startup`/`shutdown` and `Config.load` by hand. The unit test
+#: of this contract fails, naming what moved, on a release outside the range or one whose
+#: internals changed, before any end-to-end test could.
+UVICORN_WRITTEN_FOR = ("0.30", "0.60")
+
 #: how much of a body refused for its size is read and dropped before the connection closes
 DISCARD_CAP = 64 * 1024 * 1024
 

@@ -12,7 +12,7 @@ import pytest
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
-from cloudrunner.daemon.connections import UVICORN_WRITTEN_FOR, GuardedProtocol
+from cloudrunner.daemon.uvicorn_front import UVICORN_WRITTEN_FOR, GuardedProtocol
 
 REPO = Path(__file__).resolve().parents[3]
 #: HttpToolsProtocol's methods GuardedProtocol overrides (and calls through super())
@@ -31,7 +31,7 @@ def test_the_installed_uvicorn_is_one_the_front_was_written_for() -> None:
     low, high = UVICORN_WRITTEN_FOR
     assert _version(low) <= _version(uvicorn.__version__) < _version(high), (
         f"uvicorn {uvicorn.__version__} is outside {low} <= v < {high}, the releases "
-        "cloudrunner/daemon/connections.py was written for: check every name this test "
+        "cloudrunner/daemon/uvicorn_front.py was written for: check every name this test "
         "lists against the new release, then move UVICORN_WRITTEN_FOR and the pin together"
     )
 

@@ -55,10 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from cloudrunner.commands import hook  # the fast path: the standard library only
 
         return hook.main(words)
-    parser = build_parser(words[0] if words else None)
-    args = parser.parse_args(words)
-    handler: Handler = args.handler
     try:
+        parser = build_parser(words[0] if words else None)
+        args = parser.parse_args(words)
+        handler: Handler = args.handler
         from cloudrunner.logs import configure_logging
 
         configure_logging()
@@ -71,6 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return ExitCode.OK
+    except Exception as exc:  # a bug: exit 70, its traceback in a file
+        from cloudrunner.crash import report_bug
+
+        return report_bug(exc)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
+from typing import NamedTuple
 
 from cloudrunner.memo import BoundedMemo
 from cloudrunner.protocol.claude_config import parse_claude_settings
@@ -97,7 +98,7 @@ class LoadedSource:
     hooks: Mapping[str, tuple[HookEntry, ...]]
     diagnostics: tuple[Diagnostic, ...]
     #: file identity when loaded, to notice changes cheaply
-    signature: tuple[int, ...] | None = field(default=None, compare=False)
+    signature: FileIdentity | None = field(default=None, compare=False)
     #: a Claude Code settings file (kind project or user for trust, sandbox and policy)
     origin: ClaudeOrigin | None = None
 
@@ -129,27 +130,80 @@ class HooksFileRefused(Exception):
         self.message = message
 
 
-def file_signature(path: Path) -> tuple[int, ...] | None:
+class FileIdentity(NamedTuple):
+    """A hooks file's identity: its own lstat (it may be a symlink) and the stat of what it
+    names. Equal identities mean an unchanged file (see the module docstring for when
+    they cannot tell, `RACY_NS`)."""
+
+    link_ino: int
+    link_mtime_ns: int
+    link_ctime_ns: int
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, link: os.stat_result, target: os.stat_result) -> FileIdentity:
+        return cls(
+            link.st_ino,
+            link.st_mtime_ns,
+            link.st_ctime_ns,
+            target.st_dev,
+            target.st_ino,
+            target.st_size,
+            target.st_mtime_ns,
+            target.st_ctime_ns,
+        )
+
+    def newest_ns(self) -> int:
+        return max(self.link_mtime_ns, self.link_ctime_ns, self.mtime_ns, self.ctime_ns)
+
+
+class DirIdentity(NamedTuple):
+    """A directory's identity (its lstat): it changes when an entry is added, removed or
+    renamed in it, or when it is itself replaced."""
+
+    dev: int
+    ino: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, stat: os.stat_result) -> DirIdentity:
+        return cls(stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+class LoadGuard(NamedTuple):
+    """What a remembered load is checked against: the hooks file, its directory and its
+    source's root. The one change-detection key of this module: `SourceSet.reload` compares
+    the `file` part (kept on each source as its `signature`)."""
+
+    file: FileIdentity
+    directory: DirIdentity
+    root: DirIdentity
+
+    def settled(self, now_ns: int) -> bool:
+        """Whether every time in it is older than `RACY_NS`."""
+        newest = max(
+            self.file.newest_ns(),
+            self.directory.mtime_ns,
+            self.directory.ctime_ns,
+            self.root.mtime_ns,
+            self.root.ctime_ns,
+        )
+        return now_ns - newest > RACY_NS
+
+
+def file_signature(path: Path) -> FileIdentity | None:
     """The identity of a file and of the symlink naming it, or None when it does not exist."""
     try:
         link = os.lstat(path)
         target = os.stat(path)
     except OSError:
         return None
-    return _identity(link, target)
-
-
-def _identity(link: os.stat_result, target: os.stat_result) -> tuple[int, ...]:
-    """A hooks file's identity from its own lstat and the stat of what it names."""
-    return (
-        link.st_ino,
-        link.st_mtime_ns,
-        target.st_dev,
-        target.st_ino,
-        target.st_size,
-        target.st_mtime_ns,
-        target.st_ctime_ns,
-    )
+    return FileIdentity.of(link, target)
 
 
 def read_hooks_bytes(path: Path, root: Path) -> bytes:
@@ -217,10 +271,10 @@ def _filter(
 #: a file changed this recently (ns) is re-read on every load (see the module docstring)
 RACY_NS = 2_000_000_000
 #: (kind, path, root, working_dir, profile, required) -> (guard, the source as loaded)
-_loaded: BoundedMemo[tuple[object, ...], tuple[tuple[int, ...], LoadedSource]] = BoundedMemo()
+_loaded: BoundedMemo[tuple[object, ...], tuple[LoadGuard, LoadedSource]] = BoundedMemo()
 
 
-def _guard(path: str, root: str) -> tuple[int, ...] | None:
+def _guard(path: str, root: str) -> LoadGuard | None:
     """The identity of a hooks file, its directory and its source's root, or None when
     one of them cannot be stat'ed (then nothing is remembered). Plain strings, not
     pathlib: this runs for every source on every event."""
@@ -232,25 +286,7 @@ def _guard(path: str, root: str) -> tuple[int, ...] | None:
         top = parent if root == directory else os.lstat(root)
     except OSError:
         return None
-    return (
-        *_identity(link, target),
-        link.st_ctime_ns,
-        parent.st_dev,
-        parent.st_ino,
-        parent.st_mtime_ns,
-        parent.st_ctime_ns,
-        top.st_dev,
-        top.st_ino,
-        top.st_mtime_ns,
-        top.st_ctime_ns,
-    )
-
-
-def _settled(guard: tuple[int, ...]) -> bool:
-    """Whether every time in the guard is older than RACY_NS."""
-    newest = max(guard[1], guard[5], guard[6], guard[7], guard[10], guard[11], guard[14],
-                 guard[15])  # fmt: skip
-    return time.time_ns() - newest > RACY_NS
+    return LoadGuard(FileIdentity.of(link, target), DirIdentity.of(parent), DirIdentity.of(top))
 
 
 def forget_loaded_sources() -> None:
@@ -292,7 +328,7 @@ def _load_file(
     if (
         guard is not None
         and source.status is SourceStatus.LOADED
-        and _settled(guard)
+        and guard.settled(time.time_ns())
         and _guard(file, top) == guard
     ):
         _loaded.put(key, (guard, source))

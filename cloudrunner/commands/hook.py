@@ -427,3 +427,7 @@ def main(argv: "Sequence[str]") -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a bug: exit 70, its traceback in a file
+        from cloudrunner.crash import report_bug
+
+        return report_bug(exc)

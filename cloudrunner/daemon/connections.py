@@ -1,41 +1,26 @@
-"""The HTTP connection protocol under the API: uvicorn's httptools protocol, plus what
-uvicorn does not do itself.
+"""Per-listener connection bounds (`ConnectionBook`), independent of the HTTP server.
 
-- A header deadline: uvicorn times out only idle kept-alive connections, so a client that
-  connects and sends nothing (or one byte every few seconds) would be held forever. Here
-  a request's headers must be complete `header_timeout_s` after the connection opened (or
-  the previous answer was sent), and its body `body_timeout_s` after the headers.
-- A header size cap (`max_header_bytes`, answered 431): httptools has none.
-- Per-listener connection bounds (`ConnectionBook`): at `max_connections` a new connection
-  takes the place of the longest-idle one (no request in progress); when every connection
-  is busy, the new one is closed. On TCP, a connection counts as *unauthenticated* until a
-  request with the right bearer token arrives (checked when its headers are complete,
-  before anything else); unauthenticated connections have a bound of their own
-  (`max_unauthenticated`, the oldest closed for the newest) and never count against
-  `max_connections`, so they cannot take what token holders need.
-- `keepalive_max_requests` requests per connection.
-- A request whose body has fully arrived is answered even if the client closed its side
-  right after sending it; and a body refused before it was read (413) is read and dropped
-  before the connection closes, so the client sees the answer instead of a reset.
+At `max_connections` a new connection takes the place of the longest-idle one (no request in
+progress); when every connection is busy, the new one is closed. On TCP, a connection counts
+as *unauthenticated* until a request with the right bearer token arrives (checked when its
+headers are complete, before anything else); unauthenticated connections have a bound of their
+own (`max_unauthenticated`, the oldest closed for the newest) and never count against
+`max_connections`, so they cannot take what token holders need. The protocol that consults
+the book is in daemon/uvicorn_front.py.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections import OrderedDict, deque
+from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Protocol
 
-import structlog
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
-from cloudrunner.daemon.app import token_matches
+class Connection(Hashable, Protocol):
+    """What the book needs of a connection: to close it, saying why."""
 
-#: how much of a body refused for its size is read and dropped before the connection closes
-DISCARD_CAP = 64 * 1024 * 1024
-
-log = structlog.get_logger("cloudrunner.server")
+    def close(self, reason: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -54,9 +39,9 @@ class ConnectionBook:
 
     limits: Limits
     token: str | None = None
-    unauthenticated: OrderedDict[GuardedProtocol, None] = field(default_factory=OrderedDict)
-    idle: OrderedDict[GuardedProtocol, None] = field(default_factory=OrderedDict)
-    busy: set[GuardedProtocol] = field(default_factory=set)
+    unauthenticated: OrderedDict[Connection, None] = field(default_factory=OrderedDict)
+    idle: OrderedDict[Connection, None] = field(default_factory=OrderedDict)
+    busy: set[Connection] = field(default_factory=set)
     evicted: int = 0
     refused: int = 0
     highest: int = 0
@@ -69,7 +54,7 @@ class ConnectionBook:
         highest, self.highest = max(self.highest, len(self)), len(self)
         return highest
 
-    def admit(self, conn: GuardedProtocol) -> bool:
+    def admit(self, conn: Connection) -> bool:
         """A new connection: False when it must be closed at once."""
         if self.token is not None:
             if len(self.unauthenticated) >= self.limits.max_unauthenticated:
@@ -83,7 +68,7 @@ class ConnectionBook:
         self.highest = max(self.highest, len(self))
         return True
 
-    def authenticated(self, conn: GuardedProtocol) -> bool:
+    def authenticated(self, conn: Connection) -> bool:
         """The connection sent the right token: False when there is no room for it."""
         if conn not in self.unauthenticated:
             return True
@@ -93,16 +78,16 @@ class ConnectionBook:
         self.idle[conn] = None
         return True
 
-    def started(self, conn: GuardedProtocol) -> None:
+    def started(self, conn: Connection) -> None:
         if self.idle.pop(conn, False) is None:
             self.busy.add(conn)
 
-    def finished(self, conn: GuardedProtocol) -> None:
+    def finished(self, conn: Connection) -> None:
         if conn in self.busy:
             self.busy.discard(conn)
             self.idle[conn] = None
 
-    def forget(self, conn: GuardedProtocol) -> None:
+    def forget(self, conn: Connection) -> None:
         self.unauthenticated.pop(conn, None)
         self.idle.pop(conn, None)
         self.busy.discard(conn)
@@ -116,192 +101,7 @@ class ConnectionBook:
         self.refused += 1
         return False
 
-    def _evict(self, group: OrderedDict[GuardedProtocol, None]) -> None:
+    def _evict(self, group: OrderedDict[Connection, None]) -> None:
         oldest, _ = group.popitem(last=False)
         self.evicted += 1
         oldest.close("evicted: the listener is at its connection cap")
-
-
-async def _headers_too_large(scope: Any, receive: Any, send: Any) -> None:
-    body = _error_body("headers-too-large", "the request line and headers are over the cap "
-                       "(server.max_header_bytes); send less")  # fmt: skip
-    await send({"type": "http.response.start", "status": 431, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-        (b"connection", b"close")]})  # fmt: skip
-    await send({"type": "http.response.body", "body": body})
-
-
-def _error_body(code: str, message: str) -> bytes:
-    return (json.dumps({"error": {"code": code, "message": message}}) + "\n").encode()
-
-
-class GuardedProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with deadlines, size caps and connection bounds."""
-
-    book: ClassVar[ConnectionBook]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._deadline: asyncio.TimerHandle | None = None
-        self._in_headers = True
-        self._head_bytes = 0
-        self._head_size = 0
-        self._message_done = False
-        self._close_when_done = False
-        self._answering: deque[tuple[RequestResponseCycle, bool]] = deque()
-        self._discarded = 0
-        self._requests = 0
-        self._admitted = False
-
-    # -- connection ----------------------------------------------------------------
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        if not self.book.admit(self):
-            self.close("refused: every connection of this listener is busy")
-            return
-        self._admitted = True
-        self._arm(self.book.limits.header_timeout_s, "the request headers did not arrive in time")
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        self.book.forget(self)
-        super().connection_lost(exc)
-
-    def eof_received(self) -> bool | None:  # type: ignore[override]
-        # the client closed its side: answer a request that has fully arrived, drop the rest
-        if self.cycle is not None and not self.cycle.response_complete and self._message_done:
-            self.cycle.keep_alive = False
-            self._close_when_done = False
-            return True
-        return None
-
-    def close(self, reason: str) -> None:
-        log.debug("server.connection_closed", reason=reason, client=self.client)
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.close()
-
-    # -- deadlines -----------------------------------------------------------------
-
-    def _arm(self, seconds: float, reason: str) -> None:
-        self._disarm()
-        self._deadline = self.loop.call_later(seconds, self.close, reason)
-
-    def _disarm(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
-
-    # -- parsing -------------------------------------------------------------------
-
-    def data_received(self, data: bytes) -> None:
-        if self._in_headers:
-            self._head_bytes += len(data)
-        super().data_received(data)
-        if (
-            self._in_headers
-            and self._head_bytes > self.book.limits.max_header_bytes
-            and not self.transport.is_closing()
-        ):
-            body = _error_body("headers-too-large", "the request line and headers are over "
-                               "the cap (server.max_header_bytes); send less")  # fmt: skip
-            self.transport.write(
-                b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json"
-                b"\r\ncontent-length: " + str(len(body)).encode() + b"\r\nconnection: close"
-                b"\r\n\r\n" + body
-            )  # fmt: skip
-            self.close("headers over server.max_header_bytes")
-
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self._message_done = False
-        self._head_size = 0
-
-    def on_url(self, url: bytes) -> None:
-        super().on_url(url)
-        self._head_size += len(url)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        super().on_header(name, value)
-        self._head_size += len(name) + len(value) + 4
-
-    def on_headers_complete(self) -> None:
-        self._in_headers = False
-        self._requests += 1
-        book = self.book
-        unauthorized = False
-        if book.token is not None:
-            authorization = next((v for k, v in self.headers if k == b"authorization"), None)
-            if token_matches(authorization, book.token):
-                if not book.authenticated(self):
-                    self.close("refused: every authenticated connection of this listener is busy")
-                    return
-            else:
-                unauthorized = True  # the app answers 401; the connection then closes
-        if self._head_size > book.limits.max_header_bytes:
-            app, self.app = self.app, _headers_too_large
-            try:
-                super().on_headers_complete()
-            finally:
-                self.app = app
-        else:
-            super().on_headers_complete()
-        cycle = self.cycle
-        if cycle is None or self.transport.is_closing():
-            return
-        book.started(self)
-        if unauthorized or self._requests >= book.limits.keepalive_max_requests:
-            cycle.keep_alive = False
-        close = not cycle.keep_alive
-        if close and any(k == b"content-length" and v.strip() not in (b"", b"0")
-                         for k, v in self.headers):  # fmt: skip
-            # close only when the body has fully arrived (one refused unread is dropped), so
-            # the client reads the answer instead of a reset
-            cycle.keep_alive = True
-        else:
-            close = False  # uvicorn says Connection: close and closes after the answer
-        self._answering.append((cycle, close))
-        self._close_when_done = close
-        self._arm(book.limits.body_timeout_s, "the request body did not arrive in time")
-
-    def on_body(self, body: bytes) -> None:
-        if self.cycle is not None and self.cycle.response_complete:
-            self._discarded += len(body)
-            if self._discarded > DISCARD_CAP:
-                self.close("a refused body over the discard cap")
-            return
-        super().on_body(body)
-
-    def on_message_complete(self) -> None:
-        super().on_message_complete()
-        self._message_done = True
-        self._disarm()
-        if (
-            self._close_when_done
-            and self.cycle is not None
-            and self.cycle.response_complete
-            and not self._answering
-        ):
-            self.close("answered")
-
-    def on_response_complete(self) -> None:
-        done, close = self._answering.popleft() if self._answering else (None, False)
-        super().on_response_complete()
-        self.book.finished(self)
-        if self.transport.is_closing():
-            return
-        if close:
-            if done is not self.cycle or self._message_done:
-                self.close("answered")
-            return
-        if self._answering:  # a pipelined request is being answered
-            return
-        self._in_headers = True
-        self._head_bytes = 0
-        self._discarded = 0
-        self._arm(self.book.limits.header_timeout_s, "the next request did not arrive in time")
-
-
-def protocol_for(book: ConnectionBook) -> type[GuardedProtocol]:
-    """A protocol class bound to one listener's connection book."""
-    return type("GuardedProtocol", (GuardedProtocol,), {"book": book})

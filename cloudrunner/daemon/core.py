@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
 import time
 import uuid
@@ -32,6 +31,7 @@ from cloudrunner.daemon.metrics import DaemonMetrics
 from cloudrunner.egress.manager import EgressRulesError
 from cloudrunner.egress.proxy import EgressUnavailable
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.logs import get_logger
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.profiles import SOURCE_NAMES, SourceKind
 from cloudrunner.sandbox.engine import EngineLink
@@ -47,6 +47,8 @@ from cloudrunner.worker import (
     reap_orphans,
 )
 from cloudrunner.workspace import redact_url
+
+_log = get_logger("cloudrunner.daemon")
 
 DEFAULT_SESSION = "default"
 _SWEEP_INTERVAL_S = 5.0
@@ -152,7 +154,7 @@ class Daemon(ClosesOnExit):
         try:
             client = self.link.client()
         except CloudrunnerError as exc:
-            print(f"cloudrunner: warning: {exc.message}", flush=True, file=sys.stderr)
+            _log.warning("daemon.engine_unreachable", detail=exc.message)
         else:
             removed = reap_orphans(client, self.worker_id, self.audit)
         self._sweeper.start()
@@ -162,16 +164,17 @@ class Daemon(ClosesOnExit):
         """Record the events clients answered while no daemon answered (`fallback`)."""
         report = ingest(self.settings.socket_path.parent, self.audit)
         if report.records:
-            print(
-                f"cloudrunner: {report.records} event(s) answered without a daemon taken from "
-                f"the fallback spool into the audit log as kind fallback"
+            _log.warning(  # a warning, so the default level shows it: the agent was answered
+                "daemon.spool_taken",  # without the hooks, and the operator should know
+                detail=f"{report.records} event(s) answered without a daemon taken from the "
+                "fallback spool into the audit log as kind fallback"
                 + (f" ({report.invalid} invalid line(s), recorded as such)" if report.invalid
                    else ""),
-                file=sys.stderr,
-                flush=True,
+                records=report.records,
+                invalid=report.invalid,
             )  # fmt: skip
         for problem in report.problems:
-            print(f"cloudrunner: warning: {problem}", file=sys.stderr, flush=True)
+            _log.warning("daemon.spool_problem", detail=problem)
         return report
 
     def publish_policy(self) -> bool:
@@ -212,7 +215,9 @@ class Daemon(ClosesOnExit):
             try:
                 self.pool.sweep()
             except Exception as exc:  # never let the sweeper die
-                print(f"cloudrunner: warning: idle sweep failed: {exc}", file=sys.stderr)
+                _log.warning(
+                    "daemon.idle_sweep_failed", error_type=type(exc).__name__, error=str(exc)
+                )
 
     # ------------------------------------------------------------------ events
 

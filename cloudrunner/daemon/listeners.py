@@ -19,8 +19,9 @@ from pathlib import Path
 import uvicorn
 import uvloop
 
+from cloudrunner.daemon import uvicorn_front
 from cloudrunner.daemon.app import App
-from cloudrunner.daemon.connections import ConnectionBook, Limits, protocol_for
+from cloudrunner.daemon.connections import ConnectionBook, Limits
 from cloudrunner.daemon.core import Daemon
 from cloudrunner.daemon.memory import Trimmer
 from cloudrunner.daemon.threads import ElasticPool
@@ -139,7 +140,7 @@ class Front:
         book = ConnectionBook(limits_from(settings), token)
         config = uvicorn.Config(
             App(self.daemon, self.events, self.control, token),
-            http=protocol_for(book),
+            http=uvicorn_front.protocol_for(book),
             ws="none",
             lifespan="off",
             interface="asgi3",
@@ -152,10 +153,7 @@ class Front:
             timeout_graceful_shutdown=max(1, int(settings.drain_timeout_s) + 5),
             backlog=BACKLOG,
         )
-        config.load()
-        server = uvicorn.Server(config)
-        server.lifespan = config.lifespan_class(config)
-        await server.startup(sockets=[sock])
+        server = await uvicorn_front.start(config, sock)
         listener = Listener(sock, book, server)
         self.listeners.append(listener)
         if self._ticker is None:
@@ -173,8 +171,7 @@ class Front:
 
     def stop_accepting(self) -> None:
         for listener in self.listeners:
-            for srv in listener.server.servers:
-                srv.close()
+            uvicorn_front.stop_accepting(listener.server)
 
     async def drain(self, timeout_s: float) -> bool:
         """Stop accepting, wait for the events in flight (and their answers); True when all
@@ -188,7 +185,7 @@ class Front:
         if self._ticker is not None:
             self._ticker.cancel()
         for listener in self.listeners:
-            await listener.server.shutdown()
+            await uvicorn_front.shut(listener.server)
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self.events.shutdown)
         await loop.run_in_executor(None, self.control.shutdown)

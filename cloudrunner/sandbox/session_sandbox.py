@@ -32,6 +32,7 @@ import docker.errors
 from cloudrunner.docker_engine import EngineUnavailable
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.sandbox import agent_channel, engine, framing, hardening, plan
+from cloudrunner.sandbox.agent_lifecycle import AgentLifecycle, Channel
 from cloudrunner.sandbox.base import ExecRequest, ExecResult, SandboxSpec
 from cloudrunner.sandbox.diagnostics import note
 from cloudrunner.sandbox.docker_stream import STDERR, STDOUT, StreamDemux
@@ -93,7 +94,8 @@ class _AgentContainer:
 
     The attach stream is read for the agent's stderr always, and for frames until the
     channel is known: the socket (`adopt`) or, when the agent answers on stdout, the
-    attach stream itself.
+    attach stream itself. Where it is in its life is `life` (agent_lifecycle.py), the
+    one record of it that every thread moves.
     """
 
     def __init__(
@@ -112,7 +114,7 @@ class _AgentContainer:
         self._attach: socket.socket = sock._sock
         #: where requests go: the attach stream until a socket is adopted
         self._raw: socket.socket = self._attach
-        self.channel = "attach"
+        self.life = AgentLifecycle()
         self.listener = listener
         #: how the adopted connection's peer was checked (besides its token)
         self.peer = ""
@@ -124,13 +126,8 @@ class _AgentContainer:
         self._pending: dict[int, _Pending] = {}
         self._ids = itertools.count(1)
         self.hello: dict[str, Any] | None = None
-        self.hello_seen = threading.Event()
-        self.dead: str | None = None
         #: the container's exit code, once the channel closed and the engine told it
         self.exit_code: int | None = None
-        self.gone = threading.Event()
-        self._ending = False
-        self.attach_done = threading.Event()
         #: written to when the hello came, or the container ended: wakes `wait_for_agent`
         self._wake_r, self._wake_w = socket.socketpair()
         self.attestation = attestation
@@ -141,6 +138,15 @@ class _AgentContainer:
 
     def start_reading(self) -> None:
         self._reader.start()
+
+    @property
+    def dead(self) -> str | None:
+        """Why the container failed, or None while it has not."""
+        return self.life.reason
+
+    @property
+    def channel(self) -> str:
+        return self.life.channel.value
 
     @property
     def stderr_tail(self) -> str:
@@ -172,13 +178,11 @@ class _AgentContainer:
     def fail(self, reason: str, outcome: Outcome = Outcome.SANDBOX_ERROR) -> None:
         """Mark this container dead and answer every hook in flight."""
         with self._lock:
-            if self.dead is None:
-                self.dead = reason
+            self.life.fail(reason)
             pending, self._pending = self._pending, {}
         for p in pending.values():
             p.failure = (outcome, reason)
             p.done.set()
-        self.hello_seen.set()
         self._wake()
 
     def _wake(self) -> None:
@@ -193,7 +197,7 @@ class _AgentContainer:
         returned text says why (for the error when no hello came)."""
         deadline = time.monotonic() + timeout
         refused = ""
-        while not self.hello_seen.is_set():
+        while not self.life.settled.is_set():
             left = deadline - time.monotonic()
             if left <= 0:
                 break
@@ -234,12 +238,14 @@ class _AgentContainer:
         if problem or decoder is None:
             conn.close()
             return f"{who} was refused: {problem}"
+        if not self._adopt(conn, decoder, frames):
+            conn.close()
+            return f"{who} came when the agent had already answered on its stdout, or failed"
         self.peer = (
             f"token and pid {pid} (init of its own pid namespace)"
             if pid
             else "token (its pid is not visible to the worker)"
         )
-        self._adopt(conn, decoder, frames)
         return ""
 
     def _hello_of(
@@ -269,27 +275,29 @@ class _AgentContainer:
 
     def _adopt(
         self, conn: socket.socket, decoder: framing.FrameDecoder, frames: list[framing.Frame]
-    ) -> None:
-        """From now on requests and answers go over `conn`; nothing else can connect."""
+    ) -> bool:
+        """From now on requests and answers go over `conn`; nothing else can connect. False
+        (nothing changed) when the container is past waiting for its agent."""
         assert self.listener is not None
-        self.listener.stop()
-        conn.settimeout(None)
         with self._lock:
+            if not self.life.adopt_socket():
+                return False
             self._raw = conn
             self._decoder = decoder
-            self.channel = "socket"
+        self.listener.stop()
+        conn.settimeout(None)
         threading.Thread(
             target=self._read_socket, name=f"cloudrunner-agent-{self.short_id}-ch", daemon=True
         ).start()
         for frame in frames:
             self._dispatch(frame)
+        return True
 
     def _read_attach(self) -> None:
         try:
             self._pump(self._attach, self._attach_data)
         finally:
-            self.attach_done.set()
-            if self.channel == "attach":
+            if self.life.attach_closed() is Channel.ATTACH:
                 self._ended()
             else:
                 self._wake()
@@ -297,7 +305,7 @@ class _AgentContainer:
     def _attach_data(self, data: bytes) -> None:
         for stream, payload in self._demux.feed(data):
             if stream == STDOUT:
-                if self.channel == "attach":
+                if self.life.channel is Channel.ATTACH:
                     self._frames(payload)
             elif stream == STDERR:
                 self._stderr_tail = (self._stderr_tail + payload)[-_STDERR_TAIL:]
@@ -328,7 +336,7 @@ class _AgentContainer:
         if op == framing.OP_HELLO:
             if self.hello is None:
                 self.hello = frame.meta
-            self.hello_seen.set()
+            self.life.hello()
             self._wake()
             return
         if op == framing.OP_RESULT:
@@ -340,10 +348,8 @@ class _AgentContainer:
 
     def _ended(self) -> None:
         """The channel closed: the agent or its container is gone."""
-        with self._lock:
-            if self._ending:
-                return
-            self._ending = True
+        if not self.life.channel_closed():
+            return
         outcome, reason = Outcome.SANDBOX_ERROR, self.dead
         if reason is None:
             state: dict[str, Any] = {}
@@ -351,7 +357,7 @@ class _AgentContainer:
                 self.client.api.wait(self.cid, timeout=10)
                 state = self.client.api.inspect_container(self.cid).get("State") or {}
             # On the socket channel the agent's last words still come down the attach stream.
-            self.attach_done.wait(_STDERR_DRAIN_S)
+            self.life.attach_done.wait(_STDERR_DRAIN_S)
             code = state.get("ExitCode")
             self.exit_code = code if isinstance(code, int) else None
             if state.get("OOMKilled"):
@@ -369,7 +375,7 @@ class _AgentContainer:
                     + "; it is replaced for the next event"
                 )
         self.fail(reason, outcome)
-        self.gone.set()
+        self.life.ended()
         self._wake()
 
     def shut(self) -> None:
@@ -460,8 +466,10 @@ class SessionSandbox(PreparedSandbox):
             container = self._container()
         except AgentUnavailable as exc:
             return failed(exc.message)
-        if isinstance(container, HookContainerSandbox):
-            return container.run(request)
+        if container is None:  # the sandbox has fallen back to hook isolation
+            fallback = self._fallback
+            assert fallback is not None
+            return fallback.run(request)
         meta = {
             "op": framing.OP_RUN,
             "command": request.command,
@@ -522,12 +530,14 @@ class SessionSandbox(PreparedSandbox):
 
     # -- the container ---------------------------------------------------------
 
-    def _container(self) -> _AgentContainer | HookContainerSandbox:
+    def _container(self) -> _AgentContainer | None:
+        """The live agent container (started when there is none), or None once the sandbox
+        has fallen back to hook isolation (`_fallback` set: its state, kept for good)."""
         with self._lock:
             if self._closed:
                 raise AgentUnavailable("the sandbox is closed")
             if self._fallback is not None:
-                return self._fallback
+                return None
             current = self._current
             if current is not None and current.dead is None:
                 return current
@@ -539,16 +549,17 @@ class SessionSandbox(PreparedSandbox):
             if self._current is not None and self._current.dead is None:
                 return self._current
             if self._fallback is not None:
-                return self._fallback
+                return None
             try:
                 self._current = self._start()
             except AgentUnavailable as exc:
                 if exc.no_python and self.spec.profile.fallback_to_hook:
-                    return self._fall_back(exc.message)
+                    self._fall_back(exc.message)
+                    return None
                 raise
             return self._current
 
-    def _fall_back(self, reason: str) -> HookContainerSandbox:
+    def _fall_back(self, reason: str) -> None:
         note("warning", "sandbox.session_fallback_to_hook", sandbox=self._id, reason=reason)
         self._fallback = HookContainerSandbox(
             self.spec,
@@ -558,7 +569,6 @@ class SessionSandbox(PreparedSandbox):
                 "ran in hook isolation, not session (fallback_to_hook is set): " + reason
             ),
         )
-        return self._fallback
 
     def _replace(self, container: _AgentContainer, reason: str) -> None:
         container.fail(reason)
@@ -666,9 +676,9 @@ class SessionSandbox(PreparedSandbox):
 
         refused = container.wait_for_agent(self._start_timeout)
         if container.hello is None:
-            ended = container.gone.is_set() or container.dead is not None
+            ended = container.life.gone.is_set() or container.dead is not None
             container.fail("the session agent did not start")
-            container.gone.wait(5)
+            container.life.gone.wait(5)
             tail = container.stderr_tail
             container.shut()
             if _no_python(tail) or container.exit_code == 127:

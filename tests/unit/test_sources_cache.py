@@ -171,3 +171,35 @@ def test_every_edit_is_seen_on_the_next_load(tmp_path_factory: pytest.TempPathFa
     for command in commands:
         hooks.write_bytes(document(command))
         assert project_commands(settings_) == [command]
+
+
+@pytest.mark.parametrize(
+    "fresh",
+    ["link_mtime_ns", "link_ctime_ns", "mtime_ns", "ctime_ns", "dir_mtime_ns", "dir_ctime_ns",
+     "root_mtime_ns", "root_ctime_ns"],
+)  # fmt: skip
+def test_any_recent_time_in_the_guard_keeps_a_load_unsettled(fresh: str) -> None:
+    """Every time the guard holds counts, by name: a recent one means read it again."""
+    from cloudrunner.sources import RACY_NS, DirIdentity, FileIdentity, LoadGuard
+
+    now = 10 * RACY_NS
+    old = now - 2 * RACY_NS
+    file_times = {k: old for k in ("link_mtime_ns", "link_ctime_ns", "mtime_ns", "ctime_ns")}
+    dir_times = {"mtime_ns": old, "ctime_ns": old}
+    root_times = dict(dir_times)
+    if fresh in file_times:
+        file_times[fresh] = now
+    elif fresh.startswith("dir_"):
+        dir_times[fresh.removeprefix("dir_")] = now
+    else:
+        root_times[fresh.removeprefix("root_")] = now
+    file = FileIdentity(link_ino=1, dev=2, ino=3, size=4, **file_times)
+    guard = LoadGuard(file, DirIdentity(dev=2, ino=5, **dir_times), DirIdentity(2, 6, old, old))
+    guard = guard._replace(root=DirIdentity(dev=2, ino=6, **root_times))
+    assert not guard.settled(now)
+    settled = LoadGuard(
+        FileIdentity(1, old, old, 2, 3, 4, old, old),
+        DirIdentity(2, 5, old, old),
+        DirIdentity(2, 6, old, old),
+    )
+    assert settled.settled(now)

@@ -197,7 +197,9 @@ def test_the_agent_answers_on_the_socket_and_its_hooks_never_see_the_channel(
         hello = read_frame(conn, decoder)
         assert agent_channel.check_hello(hello, opened.token) == ""
         assert hello.meta["channel"] == "socket"
-        conn.sendall(run_request(1, "sleep 300"))
+        # a duration of its own, so a sleep of another test or run on the host is not counted
+        duration = f"300.{os.getpid()}{proc.pid}"
+        conn.sendall(run_request(1, f"sleep {duration}"))
         conn.sendall(run_request(2, "env"))
         answer = read_frame(conn, decoder)
         assert answer.meta["id"] == 2
@@ -209,7 +211,7 @@ def test_the_agent_answers_on_the_socket_and_its_hooks_never_see_the_channel(
         assert proc.wait(timeout=60) == 0
         assert proc.stdout is not None
         assert proc.stdout.read() == b""  # nothing went to stdout
-        assert not _processes_of(HOOK_UID, "sleep")
+        assert not _processes_of(HOOK_UID, "sleep", duration)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -244,7 +246,8 @@ def test_an_agent_that_cannot_connect_answers_on_stdout_and_says_why(tmp_path: P
             proc.wait()
 
 
-def _processes_of(uid: int, name: str) -> list[int]:
+def _processes_of(uid: int, name: str, argument: str | None = None) -> list[int]:
+    """Live processes of `uid` named `name` (with `argument` among their arguments)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -253,7 +256,10 @@ def _processes_of(uid: int, name: str) -> list[int]:
             owner = os.stat(f"/proc/{entry}").st_uid
             comm = Path(f"/proc/{entry}/comm").read_text().strip()
             state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
+            continue
+        if argument is not None and argument not in argv:
             continue
         if owner == uid and comm == name and state != "Z":
             found.append(int(entry))

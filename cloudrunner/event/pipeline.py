@@ -248,7 +248,7 @@ class EventPipeline:
         unrecorded += self._write(name, received["seq"], written)
         for problem in unrecorded:
             # the operational log (stderr), never stdout: the agent still gets the answer
-            _log.warning("event-unrecorded", event=name, problem=problem)
+            _log.warning("event-unrecorded", hook_event=name, problem=problem)
         return EventReply(
             merged.answer,
             gated=False,

@@ -194,3 +194,26 @@ def test_a_sandbox_that_cannot_open_fails_its_hook_and_a_fail_closed_one_blocks(
     assert hook["outcome"] == "sandbox_error"
     assert "no sandbox for project hooks here" in hook["reason"]
     worker.close()
+
+
+def test_records_lost_after_the_hooks_ran_keep_the_answer_and_are_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk fills while the hooks run: the hooks' answer stands and the loss is one
+    warning on the operational log, never an exception out of the pipeline."""
+    import structlog.testing
+
+    sandboxes = FakeSandboxes({"p": (0, '{"permission": "deny"}', "")})
+    worker = _worker(tmp_path, {"beforeShellExecution": [{"command": "p"}]}, sandboxes)
+
+    def full(*_args: Any, **_kwargs: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(worker.pipeline.audit, "append_many", full)
+    with structlog.testing.capture_logs() as logs:
+        reply = worker.handle(_shell())
+    assert reply.answer["permission"] == "deny"
+    (warning,) = [e for e in logs if e["event"] == "event-unrecorded"]
+    assert warning["log_level"] == "warning" and warning["hook_event"] == "beforeShellExecution"
+    assert "could not be written" in warning["problem"]
+    worker.close()

@@ -273,11 +273,11 @@ class EgressProxy:
                 continue
             stamp = self.directory / "networks" / name
             with self.book.locked():
-                try:
+                # a network with no use stamp (its maker died before writing one) counts as
+                # idle: it is removed below only when no container but the proxy is on it
+                with contextlib.suppress(FileNotFoundError):
                     if now - stamp.stat().st_mtime < idle_s:
                         continue
-                except FileNotFoundError:
-                    pass
                 try:
                     listed.reload()
                 except docker.errors.NotFound:

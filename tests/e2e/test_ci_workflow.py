@@ -5,8 +5,9 @@ from a registry), so the few actions it uses are played by this test:
 
 - `actions/checkout`: a clone of the demo repository (the hooks repository under test), or,
   with `repository:`, a clone of this cloudrunner checkout into `path:`;
-- `actions/setup-python`: nothing (this checkout's .venv is on PATH, and the step named
-  `install` is not run: it would install the same cloudrunner into another environment);
+- `actions/setup-python`: a fresh virtual environment of this interpreter's Python, first on
+  the job's PATH (in place of this checkout's .venv), so the workflow's own `install` step
+  installs cloudrunner into it from the checked-out source and every later step runs that;
 - `actions/cache` and `actions/cache/restore`: a folder per key, restored before the job's
   later steps and, for `actions/cache` on a miss, saved after the job succeeds;
 - `sudo` and `apt-get`: the test runs as root with debootstrap installed: `sudo` runs the
@@ -22,6 +23,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +119,7 @@ class Run:
         steps: dict[str, dict[str, str]] = {}
         ran: list[str] = []
         saves: list[tuple[Path, Path]] = []
+        env = dict(self.env)
         for number, step in enumerate(job["steps"]):
             label = step.get("name") or step.get("uses") or step.get("id") or f"#{number}"
             if not self.condition(step.get("if"), steps):
@@ -129,8 +132,11 @@ class Run:
                 else:
                     source, into = self.hooks_repo, workspace
                 subprocess.run(["git", "clone", "-q", str(source), str(into)], check=True)
-            elif uses.startswith("actions/setup-python@") or step.get("id") == "install":
-                pass  # this checkout's .venv is on PATH
+            elif uses.startswith("actions/setup-python@"):
+                python = self.tmp / name / "python"
+                subprocess.run([sys.executable, "-m", "venv", str(python)], check=True)
+                rest = [p for p in env["PATH"].split(":") if p != str(ROOT / ".venv" / "bin")]
+                env["PATH"] = ":".join([str(python / "bin"), *rest])
             elif uses.startswith(("actions/cache@", "actions/cache/restore@")):
                 target, stored = Path(inputs["path"]), self.cache / inputs["key"]
                 hit = stored.is_dir()
@@ -147,7 +153,7 @@ class Run:
                 proc = subprocess.run(
                     ["bash", "-eo", "pipefail", "-c", self.evaluate(step["run"], steps)],
                     cwd=workspace,
-                    env={**self.env, "GITHUB_OUTPUT": str(outputs_file), "GITHUB_SHA": self.sha,
+                    env={**env, "GITHUB_OUTPUT": str(outputs_file), "GITHUB_SHA": self.sha,
                          "GITHUB_WORKSPACE": str(workspace)},
                     capture_output=True, text=True, timeout=900,
                 )  # fmt: skip

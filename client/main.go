@@ -17,7 +17,7 @@ import (
 const exitUsage = 64
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(guarded(func() int { return run(os.Args[1:], os.Stdout, os.Stderr) }, os.Stderr))
 }
 
 func utf8Valid(b []byte) bool { return utf8.Valid(b) }

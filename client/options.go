@@ -249,6 +249,6 @@ answer on stdout. The same flags, variables, answers and exit codes as
   --timeout SECONDS     how long to wait for the answer (default 600; health: 5)
   --ready               health: check /readyz (engine and images) instead of /healthz
 
-Exit codes: 0 answered (or let through), 2 a block under --exit-code, 64 a usage error;
-health: 0 healthy, 1 not.
+Exit codes: 0 answered (or let through), 2 a block under --exit-code, 64 a usage error,
+70 a bug (its trace saved in a file the one stderr line names); health: 0 healthy, 1 not.
 `

@@ -21,10 +21,15 @@ from cloudrunner.egress.credentials import CredentialIssuer, RunAttribution, use
 from cloudrunner.egress.proxy import EgressProxy
 from cloudrunner.egress.rules import SOURCE_KINDS, EgressSettings
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.memo import BoundedMemo
 from cloudrunner.sandbox.diagnostics import note
 
 #: how long to wait once for the proxy's last log lines after hooks that used it ran
 SETTLE_S = 0.05
+
+
+#: a sandbox network's name and subnets
+_Network = tuple[str, tuple[str, ...]]
 
 
 class EgressRulesError(CloudrunnerError):
@@ -80,7 +85,8 @@ class Egress:
         self._issuer: CredentialIssuer | None = None
         self._reader: AccessLogReader | None = None
         #: (session, source) -> (network, subnets) of the sandbox networks this process uses
-        self._networks: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
+        #: (the oldest forgotten past 4096: asked of the proxy again when next needed)
+        self._networks: BoundedMemo[tuple[str, str], _Network] = BoundedMemo(4096)
         #: a rules-file problem, reported on every event until it is fixed
         self.problem: str | None = None
 
@@ -158,19 +164,21 @@ class Egress:
         settings = self.settings
         policy = settings.rules_for(kind).policy
         if policy == "allowlist":
-            proxy = self._proxy_for()
-            proxy.ensure(settings.allowlisted)
-            name, subnets = proxy.sandbox_network(session, kind)
-            with self._lock:
-                if len(self._networks) > 4096:
-                    self._networks.clear()
-                self._networks[(session, kind)] = (name, subnets)
-            proxy.collect_if_due()
-            return name
+            return self._sandbox_network(kind, session)[0]
         if policy == "open":
             named = self._default_networks(kind)
             return named if named != "none" else "bridge"
         return None
+
+    def _sandbox_network(self, kind: str, session: str) -> _Network:
+        """The allowlisted source's network of one session and its subnets (made, and the
+        proxy on it, when missing), remembered for the session's runs."""
+        proxy = self._proxy_for()
+        proxy.ensure(self.settings.allowlisted)
+        found = proxy.sandbox_network(session, kind)
+        self._networks.put((session, kind), found)
+        proxy.collect_if_due()
+        return found
 
     def hook_env(
         self, kind: str, attribution: RunAttribution, *, timeout_s: float,
@@ -184,10 +192,7 @@ class Egress:
         self._proxy_for()
         assert self._issuer is not None
         found = self._networks.get((attribution.session, kind))
-        if found is None:
-            self.network_for(kind, attribution.session)
-            found = self._networks[(attribution.session, kind)]
-        network, subnets = found
+        network, subnets = found or self._sandbox_network(kind, attribution.session)
         user = self._issuer.issue(
             attribution, network=network, subnets=subnets, lifetime_s=timeout_s
         )

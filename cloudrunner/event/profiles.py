@@ -10,6 +10,7 @@ import contextlib
 from pathlib import Path
 
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.memo import BoundedMemo
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.sandbox.limits import SandboxProfile, machine_cores, session_quota
 from cloudrunner.sandbox.plan import identity_for
@@ -22,8 +23,11 @@ class SandboxProfiles:
         #: the effective profile of each source kind (`profile_for` validates a pydantic
         #: model per call)
         self._profiles: dict[str, SandboxProfile] = {}
-        #: each source's profile as its sandbox gets it, by (kind, network, image)
-        self._open_profiles: dict[tuple[str, str | None, str | None], SandboxProfile] = {}
+        #: each source's profile as its sandbox gets it, by (kind, network, image); bounded,
+        #: since an allowlisted source has a network per session
+        self._open_profiles: BoundedMemo[tuple[str, str | None, str | None], SandboxProfile] = (
+            BoundedMemo(1024)
+        )
 
     def for_kind(self, kind: str) -> SandboxProfile:
         found = self._profiles.get(kind)
@@ -73,5 +77,5 @@ class SandboxProfiles:
             )  # fmt: skip
             wider = limits.model_copy(update={"cpus": cpus})
             profile = profile.model_copy(update={"limits": wider})
-        self._open_profiles[key] = profile
+        self._open_profiles.put(key, profile)
         return profile

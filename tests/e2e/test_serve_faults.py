@@ -376,7 +376,11 @@ def test_sigterm_during_a_burst_drains_and_exits_zero(
     stops = [r for r in deployment.records() if r["kind"] == "decision" and r["event"] == "stop"]
     assert len(stops) == len(answered), "every answer was recorded, nothing more"
     hooks = [r for r in deployment.records() if r["kind"] == "hook" and r["event"] == "stop"]
-    cut_short = [(h["outcome"], h.get("error"), h.get("stderr")) for h in hooks if h["outcome"] != "ok"]
+    cut_short = [
+        (h["outcome"], h.get("sandbox_cause"), h.get("stderr_excerpt"))
+        for h in hooks
+        if h["outcome"] != "ok"
+    ]
     assert hooks and not cut_short, f"no hook was cut short: {cut_short}"
     assert verify_log(deployment.audit_log).ok
     assert docker_tracker.labelled_containers() == []

@@ -3,8 +3,7 @@ answer comes from a table, and every request and spec it was asked for is kept."
 
 from __future__ import annotations
 
-from types import TracebackType
-
+from cloudrunner.closing import ClosesOnExit
 from cloudrunner.event.sandboxes import SandboxRequest
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.profiles import SourceKind
@@ -14,7 +13,7 @@ from cloudrunner.sandbox.base import ExecRequest, ExecResult, SandboxConfigError
 Answers = dict[str, tuple[int, str, str]]
 
 
-class FakeSandbox:
+class FakeSandbox(ClosesOnExit):
     def __init__(self, answers: Answers, ran: list[str], sandbox_id: str = "fake-1") -> None:
         self.answers = answers
         self.ran = ran
@@ -30,17 +29,6 @@ class FakeSandbox:
 
     def close(self) -> None:
         self.closed = True
-
-    def __enter__(self) -> FakeSandbox:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 class FakeSandboxes:

@@ -4,16 +4,18 @@ A `Profile` decides what loads: `cloud` (enterprise, team, project; command hook
 cloud events) or `desktop` (all four sources and all 21 events; prompt hooks kept so each
 event can report them as not executable). Everything left out is a diagnostic with a reason.
 A broken file disables its own source only. Each loaded source carries its priority, the
-working directory of its hooks and the sha256 of the bytes it loaded; `SourceSet.reload()`
-re-reads any file that changed since it was loaded.
+working directory of its hooks and the sha256 of the bytes it loaded.
 
 A long-lived worker loads every source on every event (a changed file takes effect on the
-next event), so an unchanged file's load is remembered: by its identity (the file's and its
-symlink's inode, size and times), the identity of its directory and of its source's root.
-Any edit, replacement, new symlink or moved directory there changes that identity and the
-file is read again (its content hashed, its parse reused when the bytes are the same). A
-file changed in the last `RACY_NS` is always read: within one timer tick two writes of the
-same size leave the same times, so its identity cannot tell them apart yet.
+next event), so an unchanged file's load is remembered: by its `LoadGuard`, the identity of
+the file (its and its symlink's inode, size and times), of its directory and of its
+source's root. Any edit, replacement, new symlink or moved directory there changes that
+identity and the file is read again (its content hashed, its parse reused when the bytes
+are the same). A file changed in the last `RACY_NS` is always read: within one timer tick
+two writes of the same size leave the same times, so its identity cannot tell them apart
+yet. That is the module's one way of telling a changed file: `SourceSet.reload()` is a
+fresh load with the same settings (so through the same memo), compared with the set it
+reloads to name what changed.
 
 Reading refuses a symlink that resolves outside the source's directory, anything that is
 not a regular file, and files over 1 MiB: a repository is untrusted input, and its hooks
@@ -27,7 +29,7 @@ import hashlib
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import NamedTuple
@@ -97,8 +99,6 @@ class LoadedSource:
     #: the hooks that run under the profile, per event in file order
     hooks: Mapping[str, tuple[HookEntry, ...]]
     diagnostics: tuple[Diagnostic, ...]
-    #: file identity when loaded, to notice changes cheaply
-    signature: FileIdentity | None = field(default=None, compare=False)
     #: a Claude Code settings file (kind project or user for trust, sandbox and policy)
     origin: ClaudeOrigin | None = None
 
@@ -177,8 +177,7 @@ class DirIdentity(NamedTuple):
 
 class LoadGuard(NamedTuple):
     """What a remembered load is checked against: the hooks file, its directory and its
-    source's root. The one change-detection key of this module: `SourceSet.reload` compares
-    the `file` part (kept on each source as its `signature`)."""
+    source's root. The one change-detection key of this module (reloads go through it too)."""
 
     file: FileIdentity
     directory: DirIdentity
@@ -194,16 +193,6 @@ class LoadGuard(NamedTuple):
             self.root.ctime_ns,
         )
         return now_ns - newest > RACY_NS
-
-
-def file_signature(path: Path) -> FileIdentity | None:
-    """The identity of a file and of the symlink naming it, or None when it does not exist."""
-    try:
-        link = os.lstat(path)
-        target = os.stat(path)
-    except OSError:
-        return None
-    return FileIdentity.of(link, target)
 
 
 def read_hooks_bytes(path: Path, root: Path) -> bytes:
@@ -349,7 +338,6 @@ def _read_file(
     # The hooks run in the real directory: the sandbox mounts it at its real path, so a
     # symlinked config directory would not exist there under its link name.
     working_dir = Path(os.path.realpath(working_dir))
-    signature = file_signature(path)
     try:
         data = read_hooks_bytes(path, root)
     except FileNotFoundError:
@@ -359,9 +347,7 @@ def _read_file(
         return LoadedSource(kind, path, working_dir, SourceStatus.ABSENT, None, None, {}, (note,))
     except HooksFileRefused as exc:
         note = error(exc.code, f"{exc.message}; the {kind} source is not loaded", file=file)
-        return LoadedSource(
-            kind, path, working_dir, SourceStatus.BROKEN, None, None, {}, (note,), signature
-        )
+        return LoadedSource(kind, path, working_dir, SourceStatus.BROKEN, None, None, {}, (note,))
     digest = hashlib.sha256(data).hexdigest()
     parsed = _parsed(data, file, origin is not None)
     diagnostics = list(parsed.diagnostics)
@@ -383,7 +369,6 @@ def _read_file(
             None,
             {},
             tuple(diagnostics),
-            signature,
         )
     hooks, notes = _filter(kind, file, parsed.config, profile)
     diagnostics.extend(notes)
@@ -396,7 +381,6 @@ def _read_file(
         parsed.config,
         hooks,
         tuple(diagnostics),
-        signature,
     )
 
 
@@ -660,32 +644,22 @@ class SourceSet:
         return next(s for s in self.sources if s.kind is kind)
 
     def reload(self) -> SourceSet:
-        """Re-read every source whose file changed (appeared, vanished, or was edited)."""
-        fresh: list[LoadedSource] = []
+        """The sources loaded again with the same settings, as the next event would load
+        them (`load_sources`: a file whose identity did not change is not read again).
+        `changed` names the kinds whose content or status differs from this set's (a file
+        that appeared, vanished or was edited); a source that came back equal is this
+        set's own object."""
+        before = {(s.kind, s.origin): s for s in self.sources}
+        kept: list[LoadedSource] = []
         changed: list[SourceKind] = []
-        for old in self.sources:
-            if (
-                old.path is not None
-                and file_signature(old.path) == old.signature
-                and (old.signature is not None or old.status is not SourceStatus.BROKEN)
-            ):
-                fresh.append(old)
-                continue
-            if old.path is None or old.status is SourceStatus.SKIPPED:
-                fresh.append(old)
-                continue
-            found = (
-                _LOADERS[old.kind](self.settings)
-                if old.origin is None
-                else _claude(self.settings, old.origin)
-            )
-            new = found if found is not None else replace(old, status=SourceStatus.ABSENT)
-            if (new.sha256, new.status) != (old.sha256, old.status):
-                changed.append(old.kind)
-                fresh.append(new)
-            else:
-                fresh.append(replace(old, signature=new.signature))
-        return SourceSet(self.settings, tuple(fresh), tuple(changed))
+        for new in load_sources(self.settings).sources:
+            old = before.pop((new.kind, new.origin), None)
+            kept.append(old if old == new else new)
+            if old is None or (old.sha256, old.status) != (new.sha256, new.status):
+                changed.append(new.kind)
+        # a Claude Code file that is no longer there to say anything about
+        changed.extend(old.kind for old in before.values())
+        return SourceSet(self.settings, tuple(kept), tuple(dict.fromkeys(changed)))
 
 
 def _load(

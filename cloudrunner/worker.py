@@ -2,7 +2,8 @@
 
 What an event goes through is `cloudrunner.event.pipeline`; this module makes its stages
 (workspaces, homes, environment images, sandboxes, all over one set of sandbox profiles and
-one engine connection) and hands them to it. Expected failures (a bad payload, a non-cloud
+one engine connection; the sandbox provider opens the hooks' sandboxes and the environment's
+install sandbox alike) and hands them to it. Expected failures (a bad payload, a non-cloud
 event, a missing repository) are recorded as `refused` and raised as `CloudrunnerError`s
 for the CLI's error boundary; a hook's failure is an outcome, never an exception.
 """
@@ -107,7 +108,6 @@ class Worker(ClosesOnExit):
                 state_dir=settings.state_dir,
                 profiles=profiles,
                 workspaces=self._workspaces,
-                environments=EnvironmentImages(settings, profiles, engine, self.audit),
                 egress=self.egress,
                 engine=engine,
                 pool=pool,
@@ -118,6 +118,7 @@ class Worker(ClosesOnExit):
             sessions=self.sessions,
             workspaces=self._workspaces,
             homes=Homes(settings.home, profiles, self.home_root),
+            environments=EnvironmentImages(settings, profiles, engine, sandboxes, self.audit),
             sandboxes=sandboxes,
             egress=self.egress,
             helpers=self._helpers,

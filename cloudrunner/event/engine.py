@@ -1,11 +1,13 @@
 """The container engine as the event path uses it: connected on first need, and on that
-first connection the sandboxes a dead worker left behind removed and recorded."""
+first connection the sandboxes a dead worker left behind removed and recorded; and the
+builder of repositories' environment images."""
 
 from __future__ import annotations
 
 import docker
 import structlog
 
+from cloudrunner import environment as project_environment
 from cloudrunner.audit import AuditWriter, RecordKind
 from cloudrunner.event import records
 from cloudrunner.sandbox import reaper
@@ -29,6 +31,14 @@ class Engine:
             self._reaped = True
             reap_orphans(client, self.worker_id, self.audit)
         return client
+
+    def build_image(
+        self, env: project_environment.ProjectEnvironment
+    ) -> project_environment.EnvironmentImage:
+        """The image `env` describes, built on this engine (or the one built before),
+        labelled with this worker; raises EnvironmentFileError or EnvironmentBuildError."""
+        labels = {"cloudrunner.worker": self.worker_id}
+        return project_environment.build_image(self.client(), env, labels=labels)
 
 
 def reap_orphans(client: docker.DockerClient, worker_id: str, audit: AuditWriter) -> int:

@@ -1,28 +1,49 @@
 """A repository's `.cursor/environment.json` image: built once per environment file and
-commit, and its `install` command run once per image and commit (recorded)."""
+commit, and its `install` command run once per image and commit (recorded).
+
+The stage builds nothing and opens nothing itself: the image comes from an `ImageBuilder`
+(the engine, in a worker) and the install runs in a sandbox the `SandboxProvider` opens,
+the same provider that opens the hooks' sandboxes.
+"""
 
 from __future__ import annotations
+
+from typing import Protocol
 
 from cloudrunner import environment as project_environment
 from cloudrunner import workspace
 from cloudrunner.audit import AuditWriter, RecordKind
 from cloudrunner.event import records
-from cloudrunner.event.engine import Engine
 from cloudrunner.event.profiles import SandboxProfiles
+from cloudrunner.event.sandboxes import SandboxProvider
 from cloudrunner.event.workspaces import locked
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.sandbox.base import ExecRequest, SandboxLabels, SandboxSpec
-from cloudrunner.sandbox.factory import open_sandbox
 from cloudrunner.settings import Settings
+
+
+class ImageBuilder(Protocol):
+    def build_image(
+        self, env: project_environment.ProjectEnvironment
+    ) -> project_environment.EnvironmentImage:
+        """The image `env` describes (built, or one built before); raises
+        EnvironmentFileError or EnvironmentBuildError."""
+        ...
 
 
 class EnvironmentImages:
     def __init__(
-        self, settings: Settings, profiles: SandboxProfiles, engine: Engine, audit: AuditWriter
+        self,
+        settings: Settings,
+        profiles: SandboxProfiles,
+        images: ImageBuilder,
+        sandboxes: SandboxProvider,
+        audit: AuditWriter,
     ) -> None:
         self.settings = settings
         self.profiles = profiles
-        self.engine = engine
+        self.images = images
+        self.sandboxes = sandboxes
         self.audit = audit
         self._images: dict[tuple[str, str, str], str] = {}
 
@@ -43,9 +64,7 @@ class EnvironmentImages:
         key = (str(ws.root), ws.commit or "", env.sha256)
         if key in self._images:
             return self._images[key]
-        built = project_environment.build_image(
-            self.engine.client(), env, labels={"cloudrunner.worker": self.engine.worker_id}
-        )
+        built = self.images.build_image(env)
         if env.install:
             self._install_once(ws, env.install, built, session)
         self._images[key] = built.tag
@@ -58,6 +77,8 @@ class EnvironmentImages:
         built: project_environment.EnvironmentImage,
         session: str,
     ) -> None:
+        """Run `install` in the built image against the workspace, unless a marker in the
+        state directory says it ran for this image and commit (by any worker on it)."""
         marker_dir = self.settings.state_dir / "environments"
         marker = marker_dir / f"{built.key[:24]}-{(ws.commit or 'no-commit')[:12]}.installed"
         with locked(marker_dir / ".install.lock"):
@@ -66,14 +87,11 @@ class EnvironmentImages:
             profile = self.profiles.for_kind("project").model_copy(
                 update={"image": built.tag, "isolation": "hook"}
             )
-            spec = SandboxSpec(
-                workspace=ws.root,
-                labels=SandboxLabels(
-                    worker=self.engine.worker_id, session=session, source="install"
-                ),
-                profile=profile,
+            labels = SandboxLabels(
+                worker=self.settings.effective_worker_id, session=session, source="install"
             )
-            with open_sandbox(spec, self.engine.client()) as sandbox:
+            spec = SandboxSpec(workspace=ws.root, labels=labels, profile=profile)
+            with self.sandboxes.open_spec(spec) as sandbox:
                 result = sandbox.run(
                     ExecRequest(
                         command=install,
@@ -88,10 +106,16 @@ class EnvironmentImages:
             )  # fmt: skip
             self.audit.append(RecordKind.ENVIRONMENT, fields)
             if result.outcome is not Outcome.OK:
-                tail = result.stderr.decode(errors="replace").strip()[-300:]
+                said = result.message or result.stderr.decode(errors="replace").strip()[-300:]
                 raise project_environment.EnvironmentBuildError(
                     f"the install command of {ws.environment_file} failed "
-                    f"({result.outcome}, exit {result.exit_code}: {result.message or tail}); "
+                    f"({result.outcome}, exit {result.exit_code}: {_one_line(said)}); "
                     "project hooks cannot run in that environment until it is fixed"
                 )
             marker.write_text(f"{built.image_id}\n{ws.commit}\n")
+
+
+def _one_line(text: str) -> str:
+    """`text` as one line of printable characters (the install's stderr is the repository's
+    to choose: its line breaks and terminal escapes stay out of the reason)."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())

@@ -1,8 +1,9 @@
 """One agent event from payload to answer, stage by stage, with every step recorded.
 
 intake -> workspace (clone or adopt, access) -> writability gate -> sources -> plan ->
-`received` (synced while homes and the first sandbox are prepared) -> sandbox runs -> merge
--> session state -> records -> answer. A stage that finds the event unfit raises `Refusal`;
+`received` (synced while homes and the first sandbox are prepared) -> sandbox runs (the
+project hooks' in the repository's environment image, when it has one) -> merge -> session
+state -> records -> answer. A stage that finds the event unfit raises `Refusal`;
 this module alone records it (`refused`) and raises PayloadRefused for the CLI's error
 boundary. A hook's failure is an outcome, never an exception.
 
@@ -33,6 +34,7 @@ from cloudrunner.egress.manager import Egress
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.event import intake as intake_stage
 from cloudrunner.event import records
+from cloudrunner.event.environments import EnvironmentImages
 from cloudrunner.event.errors import EventNotRecorded, PayloadRefused, Refusal
 from cloudrunner.event.homes import Home, Homes
 from cloudrunner.event.sandboxes import SandboxProvider, SandboxRequest
@@ -44,7 +46,7 @@ from cloudrunner.protocol.plan import Plan, build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.refusals import ErrorCode
 from cloudrunner.runner import SandboxSet, run_plan
-from cloudrunner.sandbox.base import HOOK_HOME
+from cloudrunner.sandbox.base import HOOK_HOME, Sandbox
 from cloudrunner.session import (
     PersistentLoopCounterStore,
     SessionState,
@@ -100,6 +102,7 @@ class EventPipeline:
         sessions: SessionStore,
         workspaces: Workspaces,
         homes: Homes,
+        environments: EnvironmentImages,
         sandboxes: SandboxProvider,
         egress: Egress,
         helpers: ElasticPool | None = None,
@@ -113,6 +116,7 @@ class EventPipeline:
         self.sessions = sessions
         self.workspaces = workspaces
         self.homes = homes
+        self.environments = environments
         self.sandboxes = sandboxes
         self.egress = egress
         self.helpers = helpers
@@ -272,11 +276,14 @@ class EventPipeline:
             plan.payload.transcript_path, state_dir=self.settings.state_dir, workspace=ws.root
         )
         homes = self.homes.prepare(ws, {hook.source_kind for hook in plan.hooks_to_run})
-        sandboxes = SandboxSet(
-            lambda kind, wd: self.sandboxes.open(
-                SandboxRequest(kind, wd, ws, session, shown, homes.get(kind))
+
+        def open_for(kind: SourceKind, wd: Path) -> Sandbox:
+            image = self.environments.image_for(ws, session) if kind is SourceKind.PROJECT else None
+            return self.sandboxes.open(
+                SandboxRequest(kind, wd, ws, session, shown, homes.get(kind), image)
             )
-        )
+
+        sandboxes = SandboxSet(open_for)
         if plan.hooks_to_run and self.sandboxes.warm:
             # the first hook's warm sandbox, borrowed while the disk syncs
             first = plan.hooks_to_run[0]

@@ -1,6 +1,8 @@
-"""Where hooks run: a `SandboxProvider` opens (or borrows) the sandbox of one source for
-an event. `EngineSandboxes` is the real one, over the container engine and the warm pool;
-tests give the pipeline a provider of their own, with no engine."""
+"""Where commands run: a `SandboxProvider` opens (or borrows) the sandbox of one source for
+an event, and opens a sandbox of its own for a spec (the environment's install command).
+It is the one place sandboxes are opened. `EngineSandboxes` is the real one, over the
+container engine and the warm pool; tests give the pipeline a provider of their own, with
+no engine."""
 
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ from typing import Protocol
 from cloudrunner import transcript, workspace
 from cloudrunner.egress.manager import Egress
 from cloudrunner.event.engine import Engine
-from cloudrunner.event.environments import EnvironmentImages
 from cloudrunner.event.homes import Home
 from cloudrunner.event.profiles import SandboxProfiles
 from cloudrunner.event.workspaces import Workspaces
@@ -33,6 +34,8 @@ class SandboxRequest:
     session: str
     transcript: transcript.Transcript | None = None
     home: Home | None = None
+    #: the repository's environment image for project hooks (None: the profile's image)
+    image: str | None = None
 
 
 class SandboxProvider(Protocol):
@@ -46,6 +49,11 @@ class SandboxProvider(Protocol):
         """The sandbox, or the error that fails the hooks that needed it."""
         ...
 
+    def open_spec(self, spec: SandboxSpec) -> Sandbox:
+        """A sandbox of its own for `spec` (never a borrowed one), which the caller closes;
+        or the error that says why it cannot be opened."""
+        ...
+
 
 @dataclass(frozen=True, eq=False)
 class EngineSandboxes:
@@ -55,7 +63,6 @@ class EngineSandboxes:
     state_dir: Path
     profiles: SandboxProfiles
     workspaces: Workspaces
-    environments: EnvironmentImages
     egress: Egress
     engine: Engine
     pool: SessionPool | None
@@ -67,10 +74,7 @@ class EngineSandboxes:
     def open(self, request: SandboxRequest) -> Sandbox:
         kind, ws = request.kind, request.workspace
         network = self.egress.network_for(str(kind), request.session)
-        image = (
-            self.environments.image_for(ws, request.session) if kind is SourceKind.PROJECT else None
-        )
-        profile = self.profiles.for_open(str(kind), network, image)
+        profile = self.profiles.for_open(str(kind), network, request.image)
         uid, gid = identity_for(profile, ws.root)
         access = self.workspaces.access(ws.root)
         if (
@@ -110,7 +114,10 @@ class EngineSandboxes:
         )
         if self.pool is not None and profile.isolation == "session":
             return self.pool.borrow(spec)
-        self.engine.client()  # connects (and reaps, the first time), or fails this hook
+        return self.open_spec(spec)
+
+    def open_spec(self, spec: SandboxSpec) -> Sandbox:
+        self.engine.client()  # connects (and reaps, the first time), or fails the opener
         return open_sandbox(spec, self.engine.link)
 
 

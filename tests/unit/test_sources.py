@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cloudrunner import sources as sources_module
 from cloudrunner.protocol.diagnostics import Severity
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.sources import (
@@ -233,6 +234,67 @@ def test_reload_notices_files_that_appear_and_vanish(tmp_path: Path) -> None:
     vanished = appeared.reload()
     assert vanished.changed == (SourceKind.PROJECT,)
     assert vanished.source(SourceKind.PROJECT).status is SourceStatus.ABSENT
+
+
+def test_reload_reads_only_what_a_fresh_load_would(
+    layout: SourceSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reload is the next event's load: settled, unchanged files come from the loads
+    remembered by their identity (the same objects, not read again); only the edited one
+    is read."""
+    monkeypatch.setattr(sources_module, "RACY_NS", -(10**18))  # every file counts as settled
+    sources_module.forget_loaded_sources()
+    first = load_sources(layout)
+    reads: list[Path] = []
+    real = sources_module.read_hooks_bytes
+
+    def counting(path: Path, root: Path) -> bytes:
+        reads.append(path)
+        return real(path, root)
+
+    monkeypatch.setattr(sources_module, "read_hooks_bytes", counting)
+    same = first.reload()
+    assert same.changed == () and reads == []
+    assert all(a is b for a, b in zip(same.sources, first.sources, strict=True))
+    assert layout.workspace is not None
+    project_file = layout.workspace / ".cursor" / "hooks.json"
+    write(project_file, {"stop": [{"command": "edited"}]})
+    edited = same.reload()
+    assert edited.changed == (SourceKind.PROJECT,) and reads == [project_file]
+    assert edited.source(SourceKind.TEAM) is first.source(SourceKind.TEAM)
+    sources_module.forget_loaded_sources()
+
+
+def test_reload_refuses_a_file_swapped_for_a_symlink_out_of_its_directory(
+    layout: SourceSettings, tmp_path: Path
+) -> None:
+    first = load_sources(layout)
+    assert layout.workspace is not None
+    project_file = layout.workspace / ".cursor" / "hooks.json"
+    secret = tmp_path / "secret.json"
+    write(secret, {"stop": [{"command": "stolen"}]})
+    project_file.unlink()
+    project_file.symlink_to(secret)
+    swapped = first.reload()
+    assert swapped.changed == (SourceKind.PROJECT,)
+    project = swapped.source(SourceKind.PROJECT)
+    assert project.status is SourceStatus.BROKEN and project.hooks == {}
+    assert "stolen" not in json.dumps([d.message for d in project.diagnostics])
+
+
+def test_reload_names_a_kind_once_and_keeps_the_settings(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write(repo / ".cursor" / "hooks.json", {"stop": [{"command": "p"}]})
+    write(repo / ".claude" / "settings.json", "{}")
+    settings = SourceSettings(workspace=repo, claude_code=True)
+    first = load_sources(settings)
+    write(repo / ".cursor" / "hooks.json", {"stop": [{"command": "p2"}]})
+    claude = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "c"}]}]}}
+    write(repo / ".claude" / "settings.json", json.dumps(claude))
+    again = first.reload()
+    assert again.changed == (SourceKind.PROJECT,)  # two project files changed, one kind
+    assert again.settings is settings
+    assert [s.name for s in again.sources] == [s.name for s in first.sources]
 
 
 def test_prompt_hooks_are_skipped_in_cloud_and_kept_for_reporting_on_desktop(

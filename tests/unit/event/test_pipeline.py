@@ -12,50 +12,11 @@ import pytest
 
 from cloudrunner import gate
 from cloudrunner.audit import verify_log
-from cloudrunner.event.sandboxes import SandboxRequest
-from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.profiles import SourceKind
-from cloudrunner.sandbox.base import ExecRequest, ExecResult, SandboxConfigError
 from cloudrunner.settings import load_settings
 from cloudrunner.worker import PayloadRefused, Worker
 from tests.support.git_repos import git
-
-
-class _Sandbox:
-    def __init__(self, answers: dict[str, tuple[int, str, str]], ran: list[str]) -> None:
-        self.answers = answers
-        self.ran = ran
-
-    def run(self, request: ExecRequest) -> ExecResult:
-        self.ran.append(request.command)
-        code, out, err = self.answers.get(request.command, (0, "{}", ""))
-        return ExecResult(code, out.encode(), err.encode(), 0.001, Outcome.OK, "", "fake-1", {})
-
-    def close(self) -> None:
-        pass
-
-
-class FakeSandboxes:
-    """A SandboxProvider with no engine: each hook's answer by its command; the sources
-    in `broken` fail to open, as a missing image or a dead engine would."""
-
-    warm = False
-
-    def __init__(
-        self,
-        answers: dict[str, tuple[int, str, str]] | None = None,
-        broken: frozenset[SourceKind] = frozenset(),
-    ) -> None:
-        self.answers = answers or {}
-        self.broken = broken
-        self.ran: list[str] = []
-        self.requests: list[SandboxRequest] = []
-
-    def open(self, request: SandboxRequest) -> _Sandbox:
-        self.requests.append(request)
-        if request.kind in self.broken:
-            raise SandboxConfigError(f"no sandbox for {request.kind} hooks here")
-        return _Sandbox(self.answers, self.ran)
+from tests.unit.event.fakes import FakeSandboxes
 
 
 def _worker(

@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from cloudrunner import refusals
 from cloudrunner.daemon import models
-from cloudrunner.daemon.openapi import OPERATIONS, document
+from cloudrunner.daemon.openapi import OPERATIONS, Operation, Reply, document
 from cloudrunner.refusals import ErrorCode, Route
 
 
@@ -115,3 +117,9 @@ def test_every_code_the_worker_refuses_with_has_a_status() -> None:
     assert ErrorCode.DRAINING not in refusals.WORKER_REFUSALS
     assert refusals.status_of("payload-too-large") == 413
     assert refusals.status_of("no-such-code") == 400
+
+
+def test_a_reply_on_a_status_the_table_gives_the_route_is_refused_at_import() -> None:
+    with pytest.raises(ValueError, match="both a reply and an error code's status"):
+        Operation("GET", "/x", Route.HEALTHZ, "x", {200: Reply("ok"), 401: Reply("no")})
+    assert 401 in Operation("GET", "/x", Route.HEALTHZ, "x", {200: Reply("ok")}).responses

@@ -31,9 +31,9 @@ def pages() -> dict[str, Callable[[], str]]:
 
 
 def fragments() -> dict[str, Callable[[], str]]:
-    from docsgen import audit_kinds
+    from docsgen import audit_kinds, error_codes
 
-    return {"audit-kinds": audit_kinds.render}
+    return {"audit-kinds": audit_kinds.render, "error-codes": error_codes.render}
 
 
 FRAGMENT = re.compile(r"(<!-- docsgen: ([\w-]+) -->\n)(.*?)(<!-- /docsgen: \2 -->)", re.S)

@@ -27,6 +27,7 @@ from cloudrunner.daemon.core import DEFAULT_SESSION, Daemon, DaemonError
 from cloudrunner.daemon.metrics import CONTENT_TYPE
 from cloudrunner.daemon.openapi import OPERATIONS, Operation, document
 from cloudrunner.daemon.threads import ElasticPool
+from cloudrunner.refusals import ErrorCode
 from cloudrunner.worker import EventReply
 
 #: the largest body of a session-control request (not an event)
@@ -106,7 +107,7 @@ class App:
                 traceback="".join(traceback.format_exception(exc)),
             )
             return error_response(
-                DaemonError(f"internal error: {type(exc).__name__}: {exc}", "internal", 500)
+                DaemonError(f"internal error: {type(exc).__name__}: {exc}", ErrorCode.INTERNAL)
             )
 
     # -- helpers -----------------------------------------------------------------
@@ -121,7 +122,7 @@ class App:
         data = await request.body()
         if len(data) != length:
             raise DaemonError(
-                f"the body ended after {len(data)} of {length} bytes", "invalid-request", 400
+                f"the body ended after {len(data)} of {length} bytes", ErrorCode.INVALID_REQUEST
             )
         return data
 
@@ -130,9 +131,9 @@ class App:
         try:
             data = json.loads(raw or b"{}")
         except ValueError as exc:
-            raise DaemonError(f"the body is not JSON ({exc})", "invalid-request", 400) from None
+            raise DaemonError(f"the body is not JSON ({exc})", ErrorCode.INVALID_REQUEST) from None
         if not isinstance(data, dict):
-            raise DaemonError("the body must be a JSON object", "invalid-request", 400)
+            raise DaemonError("the body must be a JSON object", ErrorCode.INVALID_REQUEST)
         return data
 
     # -- routes (named in openapi.OPERATIONS) -----------------------------------------
@@ -158,10 +159,10 @@ class App:
         try:
             payload = await self._body(request, cap)
         except DaemonError as exc:
-            if exc.code != "body-too-large":
+            if exc.code is not ErrorCode.BODY_TOO_LARGE:
                 raise
             raise await self._control(
-                self.daemon.refuse_unread, session, event, exc.message, "payload-too-large"
+                self.daemon.refuse_unread, session, event, exc.message, ErrorCode.PAYLOAD_TOO_LARGE
             ) from None
         self.daemon.queue_event()  # counted (and waited for by a drain) from here on
         try:
@@ -188,7 +189,7 @@ class App:
         try:
             spec = models.CreateSession.model_validate(body)
         except pydantic.ValidationError as exc:
-            raise DaemonError(_session_problem(exc), "invalid-request", 400) from None
+            raise DaemonError(_session_problem(exc), ErrorCode.INVALID_REQUEST) from None
         info = await self._control(
             lambda: self.daemon.create_session(
                 workspace=spec.workspace, repo=spec.repo, ref=spec.ref
@@ -217,7 +218,7 @@ class App:
         state = body.get("state")
         if not isinstance(state, str):
             raise DaemonError('the body must be {"state": "open"|"closed"|"auto"}',
-                              "invalid-request", 400)  # fmt: skip
+                              ErrorCode.INVALID_REQUEST)  # fmt: skip
         answer = await self._control(self.daemon.set_gate, params["session"], state)
         return json_response(200, answer)
 
@@ -235,11 +236,10 @@ def _route(method: str, path: str) -> tuple[Operation, _Params]:
     if allowed:
         raise DaemonError(
             f"{method} is not allowed on {path}; use {', '.join(sorted(allowed))}",
-            "method-not-allowed",
-            405,
+            ErrorCode.METHOD_NOT_ALLOWED,
         )
     raise DaemonError(
-        f"no route {method} {path}; GET /openapi.json describes the API", "not-found", 404
+        f"no route {method} {path}; GET /openapi.json describes the API", ErrorCode.NOT_FOUND
     )
 
 
@@ -247,27 +247,26 @@ def _content_length(request: Request, cap: int) -> int:
     """The body's length from its headers; DaemonError when missing, bad or over `cap`."""
     if request.header("transfer-encoding"):
         raise DaemonError(
-            "chunked bodies are not accepted; send Content-Length", "length-required", 411
+            "chunked bodies are not accepted; send Content-Length", ErrorCode.LENGTH_REQUIRED
         )
     length_text = request.header("content-length")
     if length_text is None:
         if request.method == "POST":
-            raise DaemonError("a POST needs a Content-Length", "length-required", 411)
+            raise DaemonError("a POST needs a Content-Length", ErrorCode.LENGTH_REQUIRED)
         return 0
     try:
         length = int(length_text)
     except ValueError:
         raise DaemonError(
-            f"Content-Length {length_text!r} is not a number", "invalid-request", 400
+            f"Content-Length {length_text!r} is not a number", ErrorCode.INVALID_REQUEST
         ) from None
     if length < 0:
-        raise DaemonError("Content-Length is negative", "invalid-request", 400)
+        raise DaemonError("Content-Length is negative", ErrorCode.INVALID_REQUEST)
     if length > cap:
         raise DaemonError(
             f"the body is {length} bytes, over the {cap}-byte cap"
             + (" (max_payload_bytes in the settings)" if cap != CONTROL_BODY_CAP else ""),
-            "body-too-large",
-            413,
+            ErrorCode.BODY_TOO_LARGE,
         )
     return length
 
@@ -284,7 +283,6 @@ def _unauthorized(header: str | None) -> DaemonError:
     if not header or not header.lower().startswith("bearer ") or not header[7:].strip():
         return DaemonError(
             "this TCP listener needs Authorization: Bearer <token> (the --token-file's text)",
-            "unauthorized",
-            401,
+            ErrorCode.UNAUTHORIZED,
         )
-    return DaemonError("the bearer token is wrong", "unauthorized", 401)
+    return DaemonError("the bearer token is wrong", ErrorCode.UNAUTHORIZED)

@@ -34,6 +34,7 @@ from cloudrunner.errors import CloudrunnerError
 from cloudrunner.logs import get_logger
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.profiles import SOURCE_NAMES, SourceKind
+from cloudrunner.refusals import ErrorCode
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.session_pool import SessionPool
 from cloudrunner.settings import Settings
@@ -55,12 +56,16 @@ _SWEEP_INTERVAL_S = 5.0
 
 
 class DaemonError(CloudrunnerError):
-    """A request the daemon cannot serve; `code` is stable, `status` the HTTP status."""
+    """A request the daemon cannot serve; `code` is stable, its HTTP status is the one the
+    table of error codes (`cloudrunner.refusals`) gives it."""
 
-    def __init__(self, message: str, code: str, status: int) -> None:
+    def __init__(self, message: str, code: ErrorCode) -> None:
         super().__init__(message)
         self.code = code
-        self.status = status
+
+    @property
+    def status(self) -> int:
+        return refusals.STATUS[self.code]
 
 
 @dataclass(frozen=True)
@@ -253,10 +258,10 @@ class Daemon(ClosesOnExit):
                 reply = session.worker.handle(payload, event)
             except PayloadRefused as exc:
                 self.metrics.record_event(label, "refused", time.monotonic() - started)
-                raise DaemonError(exc.message, exc.code, refusals.status_of(exc.code)) from None
+                raise DaemonError(exc.message, exc.code) from None
             except CloudrunnerError as exc:
                 self.metrics.record_event(label, "error", time.monotonic() - started)
-                raise DaemonError(exc.message, "worker-error", 500) from exc
+                raise DaemonError(exc.message, ErrorCode.WORKER_ERROR) from exc
         result = "gated" if reply.gated else "answered"
         self.metrics.record_event(
             label, result, time.monotonic() - started, reply.outcomes, reply.egress
@@ -265,14 +270,16 @@ class Daemon(ClosesOnExit):
             self.pool.close_session(reply.conversation_id)
         return reply
 
-    def refuse_unread(self, session_id: str, event: str, reason: str, code: str) -> DaemonError:
+    def refuse_unread(
+        self, session_id: str, event: str, reason: str, code: ErrorCode
+    ) -> DaemonError:
         """Record a request refused before its body was read (over the size cap)."""
         session = self._session(session_id)
         self.metrics.record_event(event if event in EVENTS else "other", "refused", 0.0)
         try:
             session.worker.refuse(event, reason, code)
         except PayloadRefused as exc:
-            return DaemonError(exc.message, exc.code, refusals.status_of(code))
+            return DaemonError(exc.message, exc.code)
         raise AssertionError("Worker.refuse returned")  # it always raises
 
     @contextmanager
@@ -299,8 +306,7 @@ class Daemon(ClosesOnExit):
         if bool(workspace) == bool(repo):
             raise DaemonError(
                 'give exactly one of "workspace" (a checkout to adopt) or "repo" (to clone)',
-                "invalid-request",
-                400,
+                ErrorCode.INVALID_REQUEST,
             )
         if repo and _has_password(repo):
             raise DaemonError(
@@ -308,20 +314,19 @@ class Daemon(ClosesOnExit):
                 "credentials in its session registry: send the URL without it and give the "
                 "daemon the token through workspace.credential_env (CLOUDRUNNER_GIT_TOKEN) or "
                 "workspace.credential_file",
-                "invalid-request",
-                400,
+                ErrorCode.INVALID_REQUEST,
             )
         if workspace and not Path(workspace).is_absolute():
             raise DaemonError(
-                f'"workspace" must be an absolute path, not {workspace!r}', "invalid-request", 400
+                f'"workspace" must be an absolute path, not {workspace!r}',
+                ErrorCode.INVALID_REQUEST,
             )
         with self._lock:
             if len(self._sessions) > self.settings.server.max_sessions:
                 raise DaemonError(
                     f"{self.settings.server.max_sessions} daemon sessions are open, the most "
                     "server.max_sessions allows; close one (DELETE /v1/sessions/ID)",
-                    "too-many-sessions",
-                    429,
+                    ErrorCode.TOO_MANY_SESSIONS,
                 )
         info = SessionInfo(uuid.uuid4().hex[:16], workspace, repo, ref, _now())
         session = self._open_session(info)
@@ -334,7 +339,7 @@ class Daemon(ClosesOnExit):
         """Close a daemon session and its warm sandboxes; how many sandboxes were closed."""
         if session_id == DEFAULT_SESSION:
             raise DaemonError(
-                "the default session cannot be closed", "default-session", 409
+                "the default session cannot be closed", ErrorCode.DEFAULT_SESSION
             )  # fmt: skip
         with self._lock:
             session = self._sessions.pop(session_id, None)
@@ -366,10 +371,10 @@ class Daemon(ClosesOnExit):
             self.egress.set_rules(source, rules)
         except EgressRulesError as exc:
             raise DaemonError(
-                f"invalid egress rules for {source}: {exc.message}", "invalid-request", 400
+                f"invalid egress rules for {source}: {exc.message}", ErrorCode.INVALID_REQUEST
             ) from None
         except EgressUnavailable as exc:
-            raise DaemonError(exc.message, "egress-unavailable", 503) from None
+            raise DaemonError(exc.message, ErrorCode.EGRESS_UNAVAILABLE) from None
         return self.egress_view()
 
     def set_gate(self, session_id: str, state: str) -> dict[str, Any]:
@@ -377,7 +382,8 @@ class Daemon(ClosesOnExit):
                  "auto": gate.GateMode.AUTO}  # fmt: skip
         if state not in modes:
             raise DaemonError(
-                f'"state" must be one of open, closed, auto, not {state!r}', "invalid-request", 400
+                f'"state" must be one of open, closed, auto, not {state!r}',
+                ErrorCode.INVALID_REQUEST,
             )
         session = self._session(session_id)
         saved = gate.set_mode(session.gate_dir, modes[state])
@@ -505,7 +511,7 @@ _KINDS = tuple(name for name in SOURCE_NAMES if SourceKind(name) is not SourceKi
 
 def _draining() -> DaemonError:
     return DaemonError(
-        "the daemon is shutting down; send the event again to its successor", "draining", 503
+        "the daemon is shutting down; send the event again to its successor", ErrorCode.DRAINING
     )
 
 
@@ -513,8 +519,7 @@ def _unknown(session_id: str) -> DaemonError:
     return DaemonError(
         f"no daemon session {session_id!r}; create one with POST /v1/sessions "
         "(GET /v1/sessions lists them)",
-        "unknown-session",
-        404,
+        ErrorCode.UNKNOWN_SESSION,
     )
 
 

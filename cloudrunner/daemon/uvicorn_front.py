@@ -22,14 +22,17 @@ import asyncio
 import json
 import socket
 from collections import deque
+from http import HTTPStatus
 from typing import Any, ClassVar
 
 import structlog
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
+from cloudrunner import refusals
 from cloudrunner.daemon.app import token_matches
 from cloudrunner.daemon.connections import ConnectionBook
+from cloudrunner.refusals import ErrorCode
 
 #: the uvicorn releases this module was written for (pyproject.toml pins the same range).
 #: It reaches past uvicorn's public API: GuardedProtocol overrides HttpToolsProtocol's
@@ -45,17 +48,23 @@ DISCARD_CAP = 64 * 1024 * 1024
 log = structlog.get_logger("cloudrunner.server")
 
 
+#: the front's one answer of its own: its code, status and body (the app answers the rest)
+_HEADERS_CODE = ErrorCode.HEADERS_TOO_LARGE
+_HEADERS_STATUS = refusals.STATUS[_HEADERS_CODE]
+_HEADERS_MESSAGE = (
+    "the request line and headers are over the cap (server.max_header_bytes); send less"
+)
+_HEADERS_BODY = (
+    json.dumps({"error": {"code": _HEADERS_CODE, "message": _HEADERS_MESSAGE}}) + "\n"
+).encode()
+
+
 async def _headers_too_large(scope: Any, receive: Any, send: Any) -> None:
-    body = _error_body("headers-too-large", "the request line and headers are over the cap "
-                       "(server.max_header_bytes); send less")  # fmt: skip
-    await send({"type": "http.response.start", "status": 431, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+    await send({"type": "http.response.start", "status": _HEADERS_STATUS, "headers": [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(_HEADERS_BODY)).encode()),
         (b"connection", b"close")]})  # fmt: skip
-    await send({"type": "http.response.body", "body": body})
-
-
-def _error_body(code: str, message: str) -> bytes:
-    return (json.dumps({"error": {"code": code, "message": message}}) + "\n").encode()
+    await send({"type": "http.response.body", "body": _HEADERS_BODY})
 
 
 class GuardedProtocol(HttpToolsProtocol):
@@ -126,13 +135,12 @@ class GuardedProtocol(HttpToolsProtocol):
             and self._head_bytes > self.book.limits.max_header_bytes
             and not self.transport.is_closing()
         ):
-            body = _error_body("headers-too-large", "the request line and headers are over "
-                               "the cap (server.max_header_bytes); send less")  # fmt: skip
+            status = HTTPStatus(_HEADERS_STATUS)
             self.transport.write(
-                b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json"
-                b"\r\ncontent-length: " + str(len(body)).encode() + b"\r\nconnection: close"
-                b"\r\n\r\n" + body
-            )  # fmt: skip
+                f"HTTP/1.1 {status.value} {status.phrase}\r\ncontent-type: application/json"
+                f"\r\ncontent-length: {len(_HEADERS_BODY)}\r\nconnection: close\r\n\r\n".encode()
+                + _HEADERS_BODY
+            )
             self.close("headers over server.max_header_bytes")
 
     def on_message_begin(self) -> None:

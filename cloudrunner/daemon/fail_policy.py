@@ -23,15 +23,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from cloudrunner.logs import get_logger
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.sources import LoadedSource, SourceSet
+
+_log = get_logger("cloudrunner.daemon")
 
 POLICY_FILE = "fail-policy.json"
 POLICY_VERSION = 1
@@ -212,7 +214,7 @@ class PolicyBook:
                 "through unless given --fail-closed); make the directory writable for the "
                 "daemon's user"
             )
-            print(f"cloudrunner: warning: {self.problem}", file=sys.stderr, flush=True)
+            _log.warning("daemon.fail_policy_unpublished", problem=self.problem)
             return False
         self._published = union
         self.problem = None

@@ -150,9 +150,10 @@ def test_a_directory_the_daemon_cannot_write_is_one_warning_not_a_crash(
         assert not book.publish()
     finally:
         run.chmod(0o700)
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err and all(line.startswith("cloudrunner: warning: the fail policy") for line in err)
-    assert "Permission denied" in err[0] and str(run) in err[0]
+    warnings = _log_lines(capsys)
+    assert [w["event"] for w in warnings] == ["daemon.fail_policy_unpublished"]
+    assert warnings[0]["problem"].startswith("the fail policy could not be published")
+    assert "Permission denied" in warnings[0]["problem"] and str(run) in warnings[0]["problem"]
     assert book.problem is not None
     assert not (run / POLICY_FILE).exists()
     # writable again: the next change (or start) publishes it
@@ -193,3 +194,28 @@ def test_unchanged_sources_cost_no_work(layout: Path, monkeypatch: pytest.Monkey
     for _ in range(3):
         book.observe("default", layout / "repo", _sources(layout))
     assert calls == []
+
+
+def _log_lines(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    """The daemon's log lines on stderr (JSON, stderr not being a terminal), each parsed."""
+    return [json.loads(line) for line in capsys.readouterr().err.strip().splitlines()]
+
+
+def test_a_policy_place_taken_by_a_directory_is_one_log_warning_and_retried(
+    layout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = layout / "run"
+    (run / POLICY_FILE).mkdir(parents=True)
+    book = PolicyBook(run, daemon_id="w")
+    book.observe("default", layout / "repo", _sources(layout), publish=False)
+    assert not book.publish()
+    warnings = _log_lines(capsys)
+    assert [(w["event"], w["level"]) for w in warnings] == [
+        ("daemon.fail_policy_unpublished", "warning")
+    ]
+    assert str(run / POLICY_FILE) in warnings[0]["problem"]
+    assert "make the directory writable" in warnings[0]["problem"]
+    assert book.problem == warnings[0]["problem"], "the warning says the problem readyz gives"
+    (run / POLICY_FILE).rmdir()
+    assert book.publish()
+    assert book.problem is None and json.loads((run / POLICY_FILE).read_text())["version"] == 1

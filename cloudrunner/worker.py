@@ -134,9 +134,9 @@ class Worker(ClosesOnExit):
     def handle(self, payload: bytes, event: str | None = None) -> EventReply:
         return self.pipeline.handle(payload, event)
 
-    def refuse(self, event: str, reason: str, code: str) -> NoReturn:
+    def refuse(self, event: str, reason: str, code: ErrorCode) -> NoReturn:
         """Record a `refused` event whose payload was never read, and raise PayloadRefused."""
-        self.pipeline.refuse(event, {}, Refusal(reason, ErrorCode(code)))
+        self.pipeline.refuse(event, {}, Refusal(reason, code))
 
     def workspaces(self) -> list[workspace.Workspace]:
         """The checkouts this worker has resolved so far."""

@@ -418,7 +418,7 @@ def test_sigkill_during_a_burst_then_a_restart_keeps_one_chain(
         # its own worker id's orphans, so no other worker on the host takes them)
         left = [c for c in docker_tracker.labelled_containers()
                 if c.labels.get("cloudrunner.worker-pid") == killed_pid]  # fmt: skip
-        assert left == []
+        assert left == [], [(c.name, c.status, c.attrs.get("Created")) for c in left]
         assert _burst(daemon, deployment, 16) == []
     report = verify_log(deployment.audit_log)
     # one chain, unbroken; the events the kill cut short are reported as incomplete (their

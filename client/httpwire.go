@@ -153,9 +153,12 @@ func readHead(br *bufio.Reader) (status statusOf, chunked bool, length int64, er
 	}
 	status.blocked = header.Get(blockedHeader) == "true"
 
-	// Transfer-Encoding counts from HTTP/1.1 on, and only as one "chunked" (it then
-	// overrides Content-Length).
-	if encodings, present := header["Transfer-Encoding"]; present && (major > 1 || minor >= 1) {
+	// Transfer-Encoding counts from HTTP/1.1 on (HTTP/0.0 is taken for 1.1, as net/http
+	// does), and only as one "chunked" (it then overrides Content-Length).
+	if major == 0 && minor == 0 {
+		major, minor = 1, 1
+	}
+	if encodings, present := header["Transfer-Encoding"]; present && (major > 1 || major == 1 && minor >= 1) {
 		if len(encodings) != 1 || !asciiEqualFold(encodings[0], "chunked") {
 			return status, false, 0, errors.New("unsupported transfer encoding")
 		}

@@ -93,7 +93,7 @@ func requestHead(method, path string, body []byte, token string) []byte {
 }
 
 // readReply reads one answer from src within the limits; a failure past the head is a
-// bodyError. src is read through `c`, which the caller may inspect afterwards.
+// bodyError. c wraps the connection; the caller reads what it kept (c.first) afterwards.
 func readReply(c *capped, lim answerLimits) (*reply, error) {
 	c.left, c.over = lim.head, errHeadTooLarge
 	br := bufio.NewReaderSize(c, answerBufferBytes)

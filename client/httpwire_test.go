@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -267,4 +268,17 @@ func FuzzReadReply(f *testing.F) {
 			t.Fatalf("net/http said %s, the hand-written reader %s", was, got)
 		}
 	})
+}
+
+// The point of httpwire.go: the binary must not link net/http (or what it drags in) again.
+func TestTheBinaryDoesNotImportNetHTTP(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "net/http" || pkg == "crypto/tls" || pkg == "crypto/x509" || pkg == "mime" {
+			t.Errorf("the client imports %s; its start-up then costs every event", pkg)
+		}
+	}
 }

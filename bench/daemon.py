@@ -23,10 +23,16 @@ def cloudrunner_command() -> list[str]:
 
 
 def compiled_client() -> Path:
-    """The compiled per-event client next to this interpreter (scripts/setup builds it)."""
-    binary = Path(sys.executable).with_name("cloudrunner-hook")
-    if not binary.exists():
-        raise RuntimeError(f"{binary} is missing; run `bash scripts/setup` to build it")
+    """The compiled per-event client next to this interpreter (scripts/setup builds it), or
+    the binary named by CLOUDRUNNER_BENCH_HOOK_BINARY (to time another build of it)."""
+    override = os.environ.get("CLOUDRUNNER_BENCH_HOOK_BINARY", "")
+    binary = Path(override) if override else Path(sys.executable).with_name("cloudrunner-hook")
+    if not binary.is_file() or not os.access(binary, os.X_OK):
+        where = "CLOUDRUNNER_BENCH_HOOK_BINARY names" if override else "scripts/setup builds"
+        raise RuntimeError(
+            f"{binary} is missing or not executable; {where} the compiled client "
+            "(bash client/build --host FILE builds one)"
+        )
     return binary
 
 

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -168,8 +166,8 @@ func connectReason(err error) string {
 	return osText(err)
 }
 
-// request makes one HTTP/1.1 request with `Connection: close` (net/http writes the request
-// and reads the answer over the connection dialled here, unix socket or TCP).
+// request makes one HTTP/1.1 request with `Connection: close` over the connection dialled
+// here, unix socket or TCP (httpwire.go writes the request and reads the answer).
 func request(ep endpoint, method, path string, body []byte, seconds float64, connectTimeout time.Duration) (*reply, error) {
 	timeout := time.Duration(seconds * float64(time.Second))
 	conn, err := connect(ep, connectTimeout)
@@ -178,45 +176,37 @@ func request(ep endpoint, method, path string, body []byte, seconds float64, con
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(timeout))
-	req, err := http.NewRequest(method, "http://cloudrunner"+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Host = "cloudrunner"
-	req.Close = true
-	req.Header.Set("User-Agent", "")
-	if len(body) > 0 {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if ep.token != "" {
-		req.Header.Set("Authorization", "Bearer "+ep.token)
-	}
 	// Write in the background: the daemon may answer before it has read the whole body
 	// (a body over its cap), and that answer is what counts.
 	written := make(chan error, 1)
 	go func() {
-		writer := bufio.NewWriterSize(conn, 16*1024)
-		err := req.Write(writer)
-		if err == nil {
-			err = writer.Flush()
-		}
+		_, err := (&net.Buffers{requestHead(method, path, body, ep.token), body}).WriteTo(conn)
 		written <- err
 	}()
-	head := &headRecorder{conn: conn}
-	resp, err := http.ReadResponse(bufio.NewReaderSize(head, 16*1024), req)
-	if err != nil {
-		writeErr := pendingError(written)
-		return nil, readProblem(ep, err, writeErr, seconds, head.data)
+	return answerFrom(ep, conn, written, seconds, daemonLimits)
+}
+
+// answerFrom reads the answer and says what went wrong, in the Python client's words.
+func answerFrom(ep endpoint, src io.Reader, written chan error, seconds float64, lim answerLimits) (*reply, error) {
+	c := &capped{src: src}
+	answer, err := readReply(c, lim)
+	var inBody bodyError
+	switch {
+	case err == nil:
+		return answer, nil
+	case errors.Is(err, errHeadTooLarge):
+		return nil, unreachable{fmt.Sprintf("the daemon on %s sent an answer whose head is over "+
+			"%d bytes (a cloudrunner daemon's is a few hundred)", ep.describe(), lim.head)}
+	case errors.Is(err, errTooLarge):
+		return nil, unreachable{fmt.Sprintf("the daemon on %s sent an answer over %d bytes "+
+			"(a cloudrunner daemon's are far smaller)", ep.describe(), lim.total)}
+	case errors.As(err, &inBody) && errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, unreachable{fmt.Sprintf(
+			"the daemon on %s dropped the connection (the answer was cut short)", ep.describe())}
+	case errors.As(err, &inBody):
+		return nil, readProblem(ep, inBody.err, nil, seconds, nil)
 	}
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, unreachable{fmt.Sprintf(
-				"the daemon on %s dropped the connection (the answer was cut short)", ep.describe())}
-		}
-		return nil, readProblem(ep, err, nil, seconds, nil)
-	}
-	return &reply{status: resp.StatusCode, blocked: resp.Header.Get(blockedHeader) == "true", body: data}, nil
+	return nil, readProblem(ep, err, pendingError(written), seconds, c.first)
 }
 
 func pendingError(written chan error) error {
@@ -229,20 +219,6 @@ func pendingError(written chan error) error {
 	default:
 		return nil
 	}
-}
-
-// headRecorder keeps the first bytes of the answer, to tell "not HTTP" from "cut short".
-type headRecorder struct {
-	conn net.Conn
-	data []byte
-}
-
-func (h *headRecorder) Read(p []byte) (int, error) {
-	n, err := h.conn.Read(p)
-	if room := 64*1024 - len(h.data); room > 0 {
-		h.data = append(h.data, p[:min(n, room)]...)
-	}
-	return n, err
 }
 
 func min(a, b int) int {

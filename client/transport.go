@@ -75,6 +75,11 @@ func endpointFrom(socketFlag, urlFlag, tokenFileFlag string) (endpoint, error) {
 					"cannot read the token file %s (it is not UTF-8 text)", tokenFile)}
 			}
 			token = strings.TrimSpace(string(data))
+			if !bearerTokenOK(token) {
+				return endpoint{}, usageError{fmt.Sprintf("the token file %s holds a character "+
+					"a bearer token cannot carry (a space, a control character or non-ASCII); "+
+					"write the daemon's token there, visible ASCII characters only", tokenFile)}
+			}
 		}
 		if badPort {
 			return endpoint{}, usageError{fmt.Sprintf("--url %s has a bad port", pyRepr(raw))}
@@ -255,4 +260,15 @@ func readProblem(ep endpoint, err, writeErr error, seconds float64, head []byte)
 			ep.describe(), osText(err))}
 	}
 	return unreachable{fmt.Sprintf("%s does not speak HTTP", ep.describe())}
+}
+
+// bearerTokenOK: a token travels in an HTTP header, so visible ASCII characters only (no
+// space, no control character that could end the header and start another).
+func bearerTokenOK(token string) bool {
+	for i := 0; i < len(token); i++ {
+		if token[i] < '!' || token[i] > '~' {
+			return false
+		}
+	}
+	return true
 }

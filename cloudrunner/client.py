@@ -43,6 +43,12 @@ class Unreachable(Exception):
     """No daemon answered (no socket, refused, timed out, or it is shutting down)."""
 
 
+def bearer_token_ok(token: str) -> bool:
+    """A token travels in an HTTP header: visible ASCII characters only (no space, no
+    control character that could end the header and start another)."""
+    return all("!" <= ch <= "~" for ch in token)
+
+
 class Endpoint:
     """Where the daemon listens: a unix socket path, or a TCP host and port (with a token)."""
 
@@ -256,6 +262,12 @@ def endpoint_from(
                 raise UsageError(
                     f"cannot read the token file {token_file} (it is not UTF-8 text)"
                 ) from None
+            if not bearer_token_ok(token):
+                raise UsageError(
+                    f"the token file {token_file} holds a character a bearer token cannot carry "
+                    "(a space, a control character or non-ASCII); write the daemon's token "
+                    "there, visible ASCII characters only"
+                )
         try:
             port = 80 if parts.port is None else parts.port
         except ValueError:

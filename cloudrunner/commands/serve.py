@@ -17,6 +17,7 @@ import socket
 import sys
 from pathlib import Path
 
+from cloudrunner.client import bearer_token_ok
 from cloudrunner.commands.run import add_settings_flags, settings_from
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.settings import Settings
@@ -77,6 +78,12 @@ def read_token(path: Path | None) -> str:
         raise ServeError(f"cannot read the token file {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise ServeError(f"the token file {path} is not text") from None
+    if not bearer_token_ok(token):
+        raise ServeError(
+            f"the token in {path} holds a character a bearer token cannot carry (a space, a "
+            "control character or non-ASCII); write a long random one (e.g. "
+            "`openssl rand -hex 32 > FILE`)"
+        )
     if len(token) < 16:
         raise ServeError(
             f"the token in {path} is {'empty' if not token else 'shorter than 16 characters'}; "

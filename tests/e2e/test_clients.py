@@ -505,6 +505,28 @@ def test_usage_errors_exit_64_with_one_line(
         assert outcome.lines[0] == f"cloudrunner: error: {message}"
 
 
+@pytest.mark.parametrize(
+    "token",
+    ["clients-token\r\nX-Injected: 1", "two words", "t\u00f6ken-0123456789", "tok\x00en",
+     "tok\x7fen", "tok\ten"],
+)  # fmt: skip
+def test_a_token_a_header_cannot_carry_is_a_usage_error_in_both(tmp_path: Path, token: str) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(f"{token}\n", encoding="utf-8")
+    for args, env in (
+        (["hook", "stop", "--url", "http://127.0.0.1:1", "--token-file", str(token_file)], {}),
+        (["hook", "stop"],
+         {"CLOUDRUNNER_URL": "http://127.0.0.1:1", "CLOUDRUNNER_TOKEN_FILE": str(token_file)}),
+    ):  # fmt: skip
+        outcome = run_both(args, b"{}", env)
+        assert outcome.code == 64 and outcome.stdout == b"", "nothing was sent with it"
+        assert outcome.lines == [
+            f"cloudrunner: error: the token file {token_file} holds a character a bearer token "
+            "cannot carry (a space, a control character or non-ASCII); write the daemon's token "
+            "there, visible ASCII characters only"
+        ]
+
+
 # --------------------------------------------------------------------------- any command line
 
 #: words a careless user or a hostile hooks file might put on the command line

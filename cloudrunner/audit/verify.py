@@ -40,7 +40,7 @@ from cloudrunner.audit.reader import (
     raw_lines,
     rotated_members,
 )
-from cloudrunner.audit.records import RecordKind
+from cloudrunner.audit.records import AnyRecord, RecordKind, any_record, view
 from cloudrunner.audit.rotation import rotated_path
 
 
@@ -175,8 +175,9 @@ def _confirmed(data: bytes) -> _Facts | None:
         return None
     if type(value) is not dict:
         return None
-    seq, kind = value.get("seq"), value.get("kind")
-    hash_, prev_hash = value.get("hash"), value.get("prev_hash")
+    record = any_record(value)
+    seq, kind = record.get("seq"), record.get("kind")
+    hash_, prev_hash = record.get("hash"), record.get("prev_hash")
     if type(seq) is not int or type(kind) is not str:
         return None
     if not isinstance(hash_, str) or not isinstance(prev_hash, str):
@@ -191,18 +192,24 @@ def _confirmed(data: bytes) -> _Facts | None:
         return None
     if hashlib.sha256(text).hexdigest() != hash_:
         return None
-    torn = value.get("torn") if kind == RecordKind.TORN_RECORD else None
-    return _Facts(seq, kind, hash_, prev_hash, True, torn, *_event_link(value))
+    return _Facts(seq, kind, hash_, prev_hash, True, _torn_spans(record), *_event_link(record))
 
 
-def _event_link(record: dict[str, Any]) -> tuple[str | None, int | None]:
+def _torn_spans(record: AnyRecord) -> Any:
+    """A torn_record's `torn` spans as the line holds them (checked by `_acknowledges`)."""
+    torn_record = view(record, RecordKind.TORN_RECORD)
+    return torn_record.get("torn") if torn_record is not None else None
+
+
+def _event_link(record: AnyRecord) -> tuple[str | None, int | None]:
     """(event opened, event_seq closed) by a record: see the module's docstring."""
-    kind = record.get("kind")
-    if kind == RecordKind.RECEIVED:
-        event = record.get("event")
+    received = view(record, RecordKind.RECEIVED)
+    if received is not None:
+        event = received.get("event")
         return (event if isinstance(event, str) else "?"), None
-    event_seq = record.get("event_seq")
-    if kind == RecordKind.DECISION and type(event_seq) is int:
+    decision = view(record, RecordKind.DECISION)
+    event_seq = decision.get("event_seq") if decision is not None else None
+    if type(event_seq) is int:
         return None, event_seq
     return None, None
 
@@ -215,14 +222,13 @@ def _analyse(line: _Line) -> _Seen:
     record = parse_record(line.data)
     if record is None:
         return _Seen(line, None, _is_json(line.data))
-    kind: str = record["kind"]
     facts = _Facts(
         record["seq"],
-        kind,
+        record["kind"],
         record["hash"],
         record["prev_hash"],
         record_hash(record) == record["hash"],
-        record.get("torn") if kind == RecordKind.TORN_RECORD else None,
+        _torn_spans(record),
         *_event_link(record),
     )
     return _Seen(line._replace(data=b""), facts, True)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from mypy import api as mypy_api
 
+from cloudrunner.audit.bounds import ID_KEYS, UNCAPPED_KEYS
 from cloudrunner.audit.records import (
     FIELDS,
     STORED,
@@ -52,6 +53,12 @@ def test_view_overloads_name_each_kinds_stored_type() -> None:
 def test_any_record_names_only_fields_some_kind_has() -> None:
     known = set().union(*(_keys(fields) for fields in FIELDS.values())) | _keys(Envelope)
     assert _keys(AnyRecord) <= known
+
+
+def test_the_size_caps_name_fields_some_kind_has() -> None:
+    """A misspelt key in the caps' sets would cap nothing (or leave a payload cut)."""
+    known = set().union(*(_keys(fields) for fields in FIELDS.values()))
+    assert known >= ID_KEYS | UNCAPPED_KEYS
 
 
 def test_view_checks_the_kind_only() -> None:

@@ -26,7 +26,7 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import orjson
 
@@ -40,7 +40,14 @@ from cloudrunner.audit.reader import (
     raw_lines,
     rotated_members,
 )
-from cloudrunner.audit.records import AnyRecord, RecordKind, any_record, view
+from cloudrunner.audit.records import (
+    AnyRecord,
+    RecordKind,
+    StoredDecision,
+    StoredReceived,
+    StoredTornRecord,
+    any_record,
+)
 from cloudrunner.audit.rotation import rotated_path
 
 
@@ -192,26 +199,24 @@ def _confirmed(data: bytes) -> _Facts | None:
         return None
     if hashlib.sha256(text).hexdigest() != hash_:
         return None
-    return _Facts(seq, kind, hash_, prev_hash, True, _torn_spans(record), *_event_link(record))
+    return _Facts(seq, kind, hash_, prev_hash, True, *_kind_facts(record))
 
 
-def _torn_spans(record: AnyRecord) -> Any:
-    """A torn_record's `torn` spans as the line holds them (checked by `_acknowledges`)."""
-    torn_record = view(record, RecordKind.TORN_RECORD)
-    return torn_record.get("torn") if torn_record is not None else None
-
-
-def _event_link(record: AnyRecord) -> tuple[str | None, int | None]:
-    """(event opened, event_seq closed) by a record: see the module's docstring."""
-    received = view(record, RecordKind.RECEIVED)
-    if received is not None:
-        event = received.get("event")
-        return (event if isinstance(event, str) else "?"), None
-    decision = view(record, RecordKind.DECISION)
-    event_seq = decision.get("event_seq") if decision is not None else None
-    if type(event_seq) is int:
-        return None, event_seq
-    return None, None
+def _kind_facts(record: AnyRecord) -> tuple[Any, str | None, int | None]:
+    """What the check needs of a record's own kind: a torn_record's `torn` spans (as the
+    line holds them: `_acknowledges` checks them), the event a `received` record opens and
+    the `event_seq` a `decision` record closes (see the module's docstring). The kind is
+    looked up once (this runs for every record), then the record is read as that kind."""
+    kind = record.get("kind")
+    if kind == RecordKind.RECEIVED:
+        event = cast(StoredReceived, record).get("event")
+        return None, (event if isinstance(event, str) else "?"), None
+    if kind == RecordKind.DECISION:
+        event_seq = cast(StoredDecision, record).get("event_seq")
+        return None, None, (event_seq if type(event_seq) is int else None)
+    if kind == RecordKind.TORN_RECORD:
+        return cast(StoredTornRecord, record).get("torn"), None, None
+    return None, None, None
 
 
 def _analyse(line: _Line) -> _Seen:
@@ -228,8 +233,7 @@ def _analyse(line: _Line) -> _Seen:
         record["hash"],
         record["prev_hash"],
         record_hash(record) == record["hash"],
-        _torn_spans(record),
-        *_event_link(record),
+        *_kind_facts(record),
     )
     return _Seen(line._replace(data=b""), facts, True)
 

@@ -1,16 +1,18 @@
 """The kinds of audit records, the fields of each, and typed views for reading them back.
 
-One definition for both sides of the log. A writer builds a kind's fields as its TypedDict
-(`HookFields`, `EgressFields`, ...; the event's records come from the builders of
-`cloudrunner.event.records`), so mypy checks every key it writes. The writer adds the
-`Envelope` (seq, kind, time, worker, pid, prev_hash, hash) to every record. A reader turns a
-parsed record into its kind's stored type with `view(record, RecordKind.HOOK)` (None for a
-record of another kind) or, before it knows the kind, into an `AnyRecord`; either way a key
-it reads is checked like a key a writer writes, `.get` included (the project's mypy plugin,
-`typecheck/typeddict_keys.py`, reports a `.get` of a key the type does not have). A wrong
-key in a hash-chained log cannot be mended, so neither side spells a key or a kind as a
-free string. Values read back are what the log holds: a reader still checks a value's type
-before it relies on it, since old or damaged logs may hold anything.
+One definition for both sides of the log. Every writer builds a kind's fields as its
+TypedDict (`HookFields`, `EgressFields`, ...; the event's records come from the builders of
+`cloudrunner.event.records`, the spool's from `audit.fallback`, the torn-write
+acknowledgement from the writer itself), so mypy checks every key it writes. The writer
+adds the `Envelope` (seq, kind, time, worker, pid, prev_hash, hash) to every record. A
+reader turns a parsed record into its kind's stored type with `view(record,
+RecordKind.HOOK)` (None for a record of another kind) or, before it knows the kind, reads
+it as an `AnyRecord`; either way mypy checks each key it reads as it checks a writer's,
+`.get` included (the project's mypy plugin, `typecheck/typeddict_keys.py`, makes a `.get`
+of a key the type lacks an error). A wrong key in a hash-chained log cannot be mended, so
+kinds are compared as `RecordKind` members, never as strings, and no key goes unchecked.
+The types say what a record may hold, not what a line read back holds: old or damaged logs
+may hold anything, so a reader still checks a value's type before it relies on it.
 """
 
 from __future__ import annotations
@@ -368,9 +370,6 @@ class AnyRecord(Envelope, total=False):
     outcome: object
     reason: object
     decision: object
-    answer: object
-    invalid: object
-    problem: object
     duration_ms: object
     commit: object
 

@@ -69,7 +69,13 @@ def test_view_checks_the_kind_only() -> None:
     assert view({}, RecordKind.HOOK) is None
 
 
-def _mypy(tmp_path: Path, body: str) -> tuple[str, int]:
+@pytest.fixture(scope="module")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache for the module's mypy runs (the first one checks the imports)."""
+    return tmp_path_factory.mktemp("mypy-cache")
+
+
+def _mypy(tmp_path: Path, cache: Path, body: str) -> tuple[str, int]:
     snippet = tmp_path / "reader.py"
     snippet.write_text(
         "from typing import Any\n"
@@ -79,7 +85,7 @@ def _mypy(tmp_path: Path, body: str) -> tuple[str, int]:
     out, err, status = mypy_api.run(
         [
             "--config-file", str(ROOT / "pyproject.toml"),
-            "--cache-dir", str(tmp_path / "cache"),
+            "--cache-dir", str(cache),
             "--no-error-summary",
             str(snippet),
         ]
@@ -97,9 +103,12 @@ def _mypy(tmp_path: Path, body: str) -> tuple[str, int]:
         'any_record(r)["seqq"]',
     ],
 )
-def test_a_misspelt_key_in_a_reader_is_a_mypy_error(tmp_path: Path, line: str) -> None:
+def test_a_misspelt_key_in_a_reader_is_a_mypy_error(
+    tmp_path: Path, mypy_cache: Path, line: str
+) -> None:
     out, status = _mypy(
         tmp_path,
+        mypy_cache,
         f"""
         def read(r: dict[str, Any]) -> object:
             hook = view(r, RecordKind.HOOK)
@@ -112,9 +121,10 @@ def test_a_misspelt_key_in_a_reader_is_a_mypy_error(tmp_path: Path, line: str) -
     assert "has no key" in out and "[typeddict-item]" in out, out
 
 
-def test_the_right_keys_pass_mypy(tmp_path: Path) -> None:
+def test_the_right_keys_pass_mypy(tmp_path: Path, mypy_cache: Path) -> None:
     out, status = _mypy(
         tmp_path,
+        mypy_cache,
         """
         def read(r: dict[str, Any]) -> object:
             hook = view(r, RecordKind.HOOK)

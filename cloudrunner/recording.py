@@ -14,18 +14,23 @@ pointers in `altered`, so a replay can say why a hook may have seen different in
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from cloudrunner.audit.pipeline import clean_record, format_time, json_value, utc_now
-from cloudrunner.audit.records import RecordKind
+from cloudrunner.audit.records import DecisionFields, HookFields, RecordKind
 from cloudrunner.event_stream import STREAM_FORMAT, append_entry
 from cloudrunner.settings import Settings
 
-#: what a recorded entry keeps of each hook record
-HOOK_KEYS = (
-    "source", "source_file", "source_hash", "hook_index", "command", "matched", "outcome",
-    "exit_code", "merge_use", "image_digest",
-)  # fmt: skip
+
+def recorded_hook(hook: HookFields) -> dict[str, Any]:
+    """What a recorded entry keeps of a hook record (None for a field it lacks)."""
+    return {
+        "source": hook.get("source"), "source_file": hook.get("source_file"),
+        "source_hash": hook.get("source_hash"), "hook_index": hook.get("hook_index"),
+        "command": hook.get("command"), "matched": hook.get("matched"),
+        "outcome": hook.get("outcome"), "exit_code": hook.get("exit_code"),
+        "merge_use": hook.get("merge_use"), "image_digest": hook.get("image_digest"),
+    }  # fmt: skip
 
 
 def normalise(fields: Mapping[str, Any], *, include_payload_text: bool) -> dict[str, Any]:
@@ -54,19 +59,19 @@ def build_entry(
     settings: Settings, records: Sequence[tuple[RecordKind | str, Mapping[str, Any]]]
 ) -> dict[str, Any] | None:
     """The stream entry for one answered event, or None when `records` hold no decision."""
-    decision = next((f for kind, f in records if kind == RecordKind.DECISION), None)
+    # the records as the event wrote them (kind, fields): typed by their kind
+    decision = next(
+        (cast(DecisionFields, f) for kind, f in records if kind == RecordKind.DECISION), None
+    )
     if decision is None:
         return None
-    hooks = [
-        {key: fields.get(key) for key in HOOK_KEYS}
-        for kind, fields in records
-        if kind == RecordKind.HOOK
-    ]
+    written = [cast(HookFields, f) for kind, f in records if kind == RecordKind.HOOK]
+    hooks = [recorded_hook(hook) for hook in written]
     sources: dict[tuple[str, str], dict[str, Any]] = {}
-    for hook in hooks:
-        key = (str(hook["source"]), str(hook["source_file"]))
-        described = {"source": hook["source"], "file": hook["source_file"]}
-        sources.setdefault(key, {**described, "sha256": hook["source_hash"]})
+    for hook in written:
+        key = (str(hook.get("source")), str(hook.get("source_file")))
+        described = {"source": hook.get("source"), "file": hook.get("source_file")}
+        sources.setdefault(key, {**described, "sha256": hook.get("source_hash")})
     include_text = settings.audit.record_payload_text
     raw_payload = {"payload": json_value(decision.get("payload", {}), "payload")}
     entry = normalise(
@@ -86,7 +91,9 @@ def build_entry(
             "payload_text": include_text,
             "hooks": hooks,
             "sources": list(sources.values()),
-            "image_digests": sorted({str(h["image_digest"]) for h in hooks if h["image_digest"]}),
+            "image_digests": sorted(
+                {str(digest) for hook in written if (digest := hook.get("image_digest"))}
+            ),
         },
         include_payload_text=include_text,
     )

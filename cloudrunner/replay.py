@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cloudrunner.audit.records import RecordKind
+from cloudrunner.audit.records import AnyRecord, RecordKind, view
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.event_stream import Stream, StreamEvent, rewrite_stream
 
@@ -203,7 +203,7 @@ class _AuditCursor:
         self.path = path
         self.last_seq = -1
 
-    def new_records(self) -> list[dict[str, Any]]:
+    def new_records(self) -> list[AnyRecord]:
         from cloudrunner.audit.reader import read_logs
 
         if not self.path.exists():
@@ -239,7 +239,7 @@ def _state_dir(given: Path | None) -> Iterator[Path]:
         shutil.rmtree(made, ignore_errors=True)
 
 
-def _commit_of(records: list[dict[str, Any]]) -> str | None:
+def _commit_of(records: list[AnyRecord]) -> str | None:
     for record in records:
         commit = record.get("commit")
         if isinstance(commit, str) and commit:
@@ -257,10 +257,11 @@ def _normalised(answer: dict[str, Any], event: StreamEvent) -> dict[str, Any]:
     return dict(stored["answer"])
 
 
-def _replayed_hooks(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from cloudrunner.recording import HOOK_KEYS
+def _replayed_hooks(records: list[AnyRecord]) -> list[dict[str, Any]]:
+    from cloudrunner.recording import recorded_hook
 
-    return [{k: r.get(k) for k in HOOK_KEYS} for r in records if r.get("kind") == RecordKind.HOOK]
+    hooks = (view(record, RecordKind.HOOK) for record in records)
+    return [recorded_hook(hook) for hook in hooks if hook is not None]
 
 
 def run_replay(

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from cloudrunner.audit.errors import AuditLogError
-from cloudrunner.audit.records import RecordKind
+from cloudrunner.audit.records import FallbackFields, RecordKind
 from cloudrunner.audit.writer import AuditWriter
 
 SPOOL_FILE = "fallback.spool"
@@ -107,7 +107,7 @@ def _no_constant(name: str) -> Any:
     raise _Invalid(f"the line holds {name}, which JSON does not allow")
 
 
-def parse_line(raw: bytes) -> dict[str, Any]:
+def parse_line(raw: bytes) -> FallbackFields:
     """The fields a valid spool line gives its `fallback` record; raises ValueError (its
     message says why) for an invalid one."""
     try:
@@ -116,7 +116,7 @@ def parse_line(raw: bytes) -> dict[str, Any]:
         raise ValueError(str(exc)) from None
 
 
-def _parse(raw: bytes) -> dict[str, Any]:
+def _parse(raw: bytes) -> FallbackFields:
     if len(raw) > MAX_LINE_BYTES:
         raise _Invalid(f"the line is {len(raw)} bytes, over the {MAX_LINE_BYTES}-byte bound")
     try:
@@ -150,7 +150,7 @@ def _parse(raw: bytes) -> dict[str, Any]:
     digest = _text(doc, "payload_sha256", cap=64)
     if len(digest) != 64 or digest.strip("0123456789abcdef"):
         raise _Invalid('"payload_sha256" must be 64 lowercase hex digits')
-    fields: dict[str, Any] = {
+    fields: FallbackFields = {
         "client_time": _text(doc, "time", cap=64),
         "event": _text(doc, "event", cap=_ID_CAP),
         "outcome": _choice(doc, "outcome", OUTCOMES),
@@ -206,7 +206,7 @@ def _lines(fd: int) -> Iterator[tuple[bytes, int, str]]:
             yield b"", -rest, ""
 
 
-def read_spool(path: Path) -> tuple[list[dict[str, Any]], int]:
+def read_spool(path: Path) -> tuple[list[FallbackFields], int]:
     """The fields of a `fallback` record for each line of the spool at `path`, and how many
     of them are invalid. Raises OSError when the file cannot be opened; a symlink or a file
     that is not a regular file gives one invalid record (it is never read)."""
@@ -226,12 +226,12 @@ def read_spool(path: Path) -> tuple[list[dict[str, Any]], int]:
         os.close(fd)
 
 
-def _refused_file(spool: str, why: str) -> dict[str, Any]:
+def _refused_file(spool: str, why: str) -> FallbackFields:
     return {"spool": spool, "spool_line": 0, "invalid": f"the spool {why}"}
 
 
-def _records(fd: int, spool: str) -> tuple[list[dict[str, Any]], int]:
-    out: list[dict[str, Any]] = []
+def _records(fd: int, spool: str) -> tuple[list[FallbackFields], int]:
+    out: list[FallbackFields] = []
     invalid = 0
     skipped: list[int] = []
     number = 0

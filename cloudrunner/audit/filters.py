@@ -15,10 +15,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from cloudrunner.audit.pipeline import format_time
-from cloudrunner.audit.records import RecordKind
+from cloudrunner.audit.records import AnyRecord, RecordKind, view
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.profiles import SOURCE_NAMES
 
@@ -72,11 +72,12 @@ def decision_label(answer: object) -> str | None:
     return "none"
 
 
-def answer_of(record: Mapping[str, Any]) -> object:
+def answer_of(record: AnyRecord) -> object:
     """The answer a record holds: an event's `decision`, or the `answer` a client gave
     without a daemon (a `fallback` record)."""
-    if record.get("kind") == "fallback":
-        return record.get("answer")
+    fallback = view(record, RecordKind.FALLBACK)
+    if fallback is not None:
+        return fallback.get("answer")
     return record.get("decision")
 
 
@@ -102,6 +103,10 @@ def parse_time(text: str, *, now: datetime | None = None, flag: str = "--since")
     return format_time(moment)
 
 
+#: the record fields a filter matches by exact value (every one a field of `AnyRecord`)
+_ExactKey = Literal["kind", "session", "conversation_id", "event", "source", "outcome"]
+
+
 def _spelled(key: str, value: Any) -> bytes:
     return f'"{key}":{json.dumps(value, ensure_ascii=True)}'.encode("ascii")
 
@@ -125,7 +130,7 @@ class RecordFilter:
     def empty(self) -> bool:
         return self == RecordFilter()
 
-    def _exact(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    def _exact(self) -> tuple[tuple[_ExactKey, tuple[str, ...]], ...]:
         """The record keys matched by exact value, with the values wanted (empty: any)."""
         return (
             ("kind", self.kinds),
@@ -136,7 +141,7 @@ class RecordFilter:
             ("outcome", self.outcomes),
         )
 
-    def matches(self, record: Mapping[str, Any]) -> bool:
+    def matches(self, record: AnyRecord) -> bool:
         for key, wanted in self._exact():
             if wanted and record.get(key) not in wanted:
                 return False

@@ -14,12 +14,11 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cloudrunner.audit.chain import is_hash, record_hash
 from cloudrunner.audit.errors import AuditLogError
 from cloudrunner.audit.pipeline import ChainHead
-from cloudrunner.audit.records import TornSpanFields
+from cloudrunner.audit.records import AnyRecord, TornSpanFields, any_record
 
 #: A writer killed while acknowledging torn bytes leaves one more torn line; more than this
 #: many unreadable lines at the end is not a crash but damage, and the writer stops.
@@ -28,7 +27,7 @@ MAX_TORN_LINES = 8
 _CHUNK = 64 * 1024
 
 
-def parse_record(line: bytes) -> dict[str, Any] | None:
+def parse_record(line: bytes) -> AnyRecord | None:
     """The record on `line`, or None when it is not one (not JSON, or lacks chain keys)."""
     try:
         value = json.loads(line)
@@ -43,7 +42,7 @@ def parse_record(line: bytes) -> dict[str, Any] | None:
         return None
     if not (is_hash(value.get("hash")) and is_hash(value.get("prev_hash"))):
         return None
-    return value
+    return any_record(value)
 
 
 def may_be_torn(line: bytes) -> bool:

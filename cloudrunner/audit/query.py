@@ -23,6 +23,7 @@ from cloudrunner.audit.filters import (
 )
 from cloudrunner.audit.parallel import Task, default_jobs, per_file, work_of
 from cloudrunner.audit.reader import Entry, expand, read_file, read_logs
+from cloudrunner.audit.records import AnyRecord, RecordKind, view
 from cloudrunner.errors import CloudrunnerError, ExitCode
 
 #: (heading, width, right-aligned)
@@ -57,15 +58,15 @@ def header() -> str:
     return _row(heading for heading, _w, _r in COLUMNS)
 
 
-def table_row(record: dict[str, Any]) -> str:
+def table_row(record: AnyRecord) -> str:
     duration = record.get("duration_ms")
     hook = record.get("command")
     if not isinstance(hook, str):
-        kind = record.get("kind")
-        if kind == "fallback":  # what went wrong: the daemon down, or the line invalid
-            hook = record.get("invalid") or record.get("problem")
+        fallback = view(record, RecordKind.FALLBACK)
+        if fallback is not None:  # what went wrong: the daemon down, or the line invalid
+            hook = fallback.get("invalid") or fallback.get("problem")
         else:
-            hook = record.get("reason") if kind != "hook" else ""
+            hook = record.get("reason") if record.get("kind") != RecordKind.HOOK else ""
     return _row(
         (
             str(record.get("time", "")),

@@ -29,6 +29,7 @@ from typing import IO, Any, NamedTuple, cast
 import orjson
 
 from cloudrunner.audit.errors import AuditLogError
+from cloudrunner.audit.records import AnyRecord
 
 Warn = Callable[[str], None]
 
@@ -42,7 +43,8 @@ class Entry(NamedTuple):
     line: int
     #: the line as written, without its newline
     raw: bytes
-    record: dict[str, Any]
+    #: typed as the envelope and the fields shared by kinds; `records.view` gives a kind's own
+    record: AnyRecord
 
 
 def rotated_members(path: Path) -> dict[int, Path]:
@@ -161,9 +163,10 @@ def _parse(data: bytes) -> Any:
         return _parse_stdlib(data)
 
 
-def as_record(data: bytes, *, exact: bool = False) -> dict[str, Any] | None:
-    """The record on a line, or None: a cheap shape check (verify checks the chain).
-    `exact`: parsed by the standard library alone (see `_parse`)."""
+def as_record(data: bytes, *, exact: bool = False) -> AnyRecord | None:
+    """The record on a line, or None: a cheap shape check of its `seq`, `kind` and `hash`
+    (verify checks the chain, `prev_hash` included). `exact`: parsed by the standard library
+    alone (see `_parse`)."""
     if not data.startswith(b'{"'):
         return None
     value: Any
@@ -186,7 +189,7 @@ def as_record(data: bytes, *, exact: bool = False) -> dict[str, Any] | None:
         return None
     if type(value.get("kind")) is not str:
         return None
-    return cast(dict[str, Any], value)
+    return cast(AnyRecord, value)
 
 
 def not_a_log(name: str, why: str) -> AuditLogError:

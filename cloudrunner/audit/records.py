@@ -1,15 +1,25 @@
-"""The kinds of audit records and the fields the runner fills in for them.
+"""The kinds of audit records, the fields of each, and typed views for reading them back.
 
-The writer accepts any JSON-able mapping; these TypedDicts name the fields of every record
-kind the worker writes. The worker builds its records only through
-`cloudrunner.event.records`, whose builders return these types, so mypy checks each record
-the code writes against its kind's fields.
+One definition for both sides of the log. Every writer builds a kind's fields as its
+TypedDict (`HookFields`, `EgressFields`, ...; the event's records come from the builders of
+`cloudrunner.event.records`, the spool's from `audit.fallback`, the torn-write
+acknowledgement from the writer itself), so mypy checks every key it writes. The writer
+adds the `Envelope` (seq, kind, time, worker, pid, prev_hash, hash) to every record. A
+reader turns a parsed record into its kind's stored type with `view(record,
+RecordKind.HOOK)` (None for a record of another kind) or, before it knows the kind, reads
+it as an `AnyRecord`; either way mypy checks each key it reads as it checks a writer's,
+`.get` included (the project's mypy plugin, `typecheck/typeddict_keys.py`, makes a `.get`
+of a key the type lacks an error). A wrong key in a hash-chained log cannot be mended, so
+kinds are compared as `RecordKind` members, never as strings, and no key goes unchecked.
+The types say what a record may hold, not what a line read back holds: old or damaged logs
+may hold anything, so a reader still checks a value's type before it relies on it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Final, Literal, NotRequired, TypedDict, cast, overload
 
 from cloudrunner.audit.digest import TextDigest
 
@@ -45,11 +55,27 @@ class RecordKind(StrEnum):
     FALLBACK = "fallback"
 
 
+class Envelope(TypedDict):
+    """What the writer adds to every record, whatever its kind (a record lacking one of the
+    required keys is not read as a record at all)."""
+
+    #: the record's place in the chain, from 0
+    seq: int
+    #: a `RecordKind` value
+    kind: str
+    #: hex sha256 of the record before it (the genesis hash for seq 0), and of this record
+    prev_hash: str
+    hash: str
+    #: when the record was written (UTC, ISO 8601, microseconds), unless the runner gave it
+    time: NotRequired[str]
+    #: the worker and the process that wrote it
+    worker: NotRequired[str]
+    pid: NotRequired[int]
+
+
 class EventFields(TypedDict, total=False):
     """Fields that identify the event a record belongs to."""
 
-    time: str
-    worker: str
     session: str
     conversation_id: str
     generation_id: str
@@ -218,3 +244,199 @@ class TornSpanFields(TypedDict):
     offset: int
     length: int
     sha256: str
+
+
+class TornRecordFields(TypedDict):
+    """Written by the writer itself: the torn lines it acknowledges, oldest first."""
+
+    torn: list[TornSpanFields]
+
+
+class EgressRunFields(TypedDict):
+    """A run an egress attempt may belong to (the credential's, or one of its sandbox's)."""
+
+    source: str
+    session: str
+    event: str
+    conversation_id: str
+    generation_id: str
+    hook_id: str
+
+
+class EgressSandboxFields(TypedDict):
+    """The sandbox an egress attempt came from, by its network address."""
+
+    session: str
+    source: str
+    network: str
+    runs: list[EgressRunFields]
+
+
+class EgressFields(TypedDict, total=False):
+    """One connection attempt through the egress proxy and the run it is attributed to, or
+    one of the proxy's own events (then only `proxy_event`)."""
+
+    #: allowed or refused
+    decision: str
+    host: str
+    port: int | None
+    method: str
+    #: the HTTP status the proxy answered, and the bytes each way
+    status: int
+    bytes_to_hook: int
+    bytes_from_hook: int
+    #: the proxy's own result code, and its clock (epoch seconds)
+    proxy_result: str
+    proxy_time: float
+    client_address: str
+    #: the run the attempt is attributed to ("unknown" source: none)
+    source: str
+    session: str | None
+    event: str
+    conversation_id: str
+    generation_id: str
+    hook_id: str
+    command: str
+    #: why the proxy refused the credential (not-live, expired, wrong-source)
+    refusal: str
+    #: how the attempt was attributed, when not by its own run's credential
+    attribution: str
+    #: the run a credential refused outside its run was issued to
+    credential_run: EgressRunFields
+    used_from: EgressSandboxFields | None
+    #: the proxy replaced (action, container, reason)
+    proxy_event: dict[str, Any]
+
+
+# -- records as stored: the envelope and the kind's fields ------------------------------------
+
+
+class StoredReceived(Envelope, ReceivedFields):
+    pass
+
+
+class StoredHook(Envelope, HookFields):
+    pass
+
+
+class StoredDecision(Envelope, DecisionFields):
+    pass
+
+
+class StoredGated(Envelope, GatedFields):
+    pass
+
+
+class StoredRefused(Envelope, RefusedFields):
+    pass
+
+
+class StoredSkipped(Envelope, SkippedFields):
+    pass
+
+
+class StoredEnvironment(Envelope, EnvironmentFields):
+    pass
+
+
+class StoredReaped(Envelope, ReapedFields):
+    pass
+
+
+class StoredTornRecord(Envelope, TornRecordFields):
+    pass
+
+
+class StoredEgress(Envelope, EgressFields):
+    pass
+
+
+class StoredFallback(Envelope, FallbackFields):
+    pass
+
+
+class AnyRecord(Envelope, total=False):
+    """A record before its kind is looked at: the envelope, and the fields readers compare
+    across kinds (the filters, the table's columns). Their values are `object`: what one
+    holds depends on the kind (an egress record's `decision` is a word, an event's answer a
+    mapping), so a reader checks it. Every key here is a field of some kind (a unit test
+    keeps it so); for anything else, take the kind's own view with `view`."""
+
+    session: object
+    conversation_id: object
+    event: object
+    source: object
+    command: object
+    outcome: object
+    reason: object
+    decision: object
+    duration_ms: object
+    commit: object
+
+
+#: each kind's fields as its writer gives them
+FIELDS: Final[Mapping[RecordKind, type[Mapping[str, Any]]]] = {
+    RecordKind.RECEIVED: ReceivedFields,
+    RecordKind.HOOK: HookFields,
+    RecordKind.DECISION: DecisionFields,
+    RecordKind.GATED: GatedFields,
+    RecordKind.REFUSED: RefusedFields,
+    RecordKind.SKIPPED: SkippedFields,
+    RecordKind.ENVIRONMENT: EnvironmentFields,
+    RecordKind.REAPED: ReapedFields,
+    RecordKind.TORN_RECORD: TornRecordFields,
+    RecordKind.EGRESS: EgressFields,
+    RecordKind.FALLBACK: FallbackFields,
+}
+
+#: each kind's record as the log stores it (`view` returns these)
+STORED: Final[Mapping[RecordKind, type[Mapping[str, Any]]]] = {
+    RecordKind.RECEIVED: StoredReceived,
+    RecordKind.HOOK: StoredHook,
+    RecordKind.DECISION: StoredDecision,
+    RecordKind.GATED: StoredGated,
+    RecordKind.REFUSED: StoredRefused,
+    RecordKind.SKIPPED: StoredSkipped,
+    RecordKind.ENVIRONMENT: StoredEnvironment,
+    RecordKind.REAPED: StoredReaped,
+    RecordKind.TORN_RECORD: StoredTornRecord,
+    RecordKind.EGRESS: StoredEgress,
+    RecordKind.FALLBACK: StoredFallback,
+}
+
+
+#: a record as parsed from its line
+Parsed = Mapping[str, Any]
+
+
+def any_record(record: Parsed) -> AnyRecord:
+    """A parsed record (its envelope checked by the reader that parsed it), typed."""
+    return cast(AnyRecord, record)
+
+
+@overload
+def view(record: Parsed, kind: Literal[RecordKind.RECEIVED]) -> StoredReceived | None: ...
+@overload
+def view(record: Parsed, kind: Literal[RecordKind.HOOK]) -> StoredHook | None: ...
+@overload
+def view(record: Parsed, kind: Literal[RecordKind.DECISION]) -> StoredDecision | None: ...
+@overload
+def view(record: Parsed, kind: Literal[RecordKind.GATED]) -> StoredGated | None: ...
+@overload
+def view(record: Parsed, kind: Literal[RecordKind.REFUSED]) -> StoredRefused | None: ...
+@overload
+def view(record: Parsed, kind: Literal[RecordKind.SKIPPED]) -> StoredSkipped | None: ...
+@overload
+def view(record: Parsed, kind: Literal[RecordKind.ENVIRONMENT]) -> StoredEnvironment | None: ...
+@overload
+def view(record: Parsed, kind: Literal[RecordKind.REAPED]) -> StoredReaped | None: ...
+@overload
+def view(record: Parsed, kind: Literal[RecordKind.TORN_RECORD]) -> StoredTornRecord | None: ...
+@overload
+def view(record: Parsed, kind: Literal[RecordKind.EGRESS]) -> StoredEgress | None: ...
+@overload
+def view(record: Parsed, kind: Literal[RecordKind.FALLBACK]) -> StoredFallback | None: ...
+def view(record: Parsed, kind: RecordKind) -> Parsed | None:
+    """`record` as its kind's stored type when it is of `kind`, else None. Only the kind is
+    checked: the fields are the log's, and a reader checks a value before relying on it."""
+    return record if record.get("kind") == kind else None

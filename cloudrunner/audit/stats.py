@@ -17,12 +17,19 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from cloudrunner.audit.filters import DECISION_LABELS, RecordFilter, decision_label
 from cloudrunner.audit.parallel import per_file, work_of
 from cloudrunner.audit.reader import Entry, expand, read_file
-from cloudrunner.audit.records import RecordKind
+from cloudrunner.audit.records import (
+    AnyRecord,
+    RecordKind,
+    StoredDecision,
+    StoredEgress,
+    StoredHook,
+    view,
+)
 from cloudrunner.errors import ExitCode
 
 #: the kinds the tally reads (bound once: the loop below runs for every record)
@@ -85,8 +92,10 @@ class EventStats:
         }
 
 
-def _blocked_command(record: Mapping[str, Any]) -> str | None:
-    payload = record.get("payload")
+def _blocked_command(record: AnyRecord) -> str | None:
+    """The command of a blocked shell or tool event, from its `decision` record's payload."""
+    decision = view(record, RecordKind.DECISION)
+    payload = decision.get("payload") if decision is not None else None
     if not isinstance(payload, Mapping):
         return None
     command = payload.get("command")
@@ -110,17 +119,17 @@ class Stats:
     first_time: str | None = None
     last_time: str | None = None
 
-    def add(self, record: Mapping[str, Any]) -> None:
+    def add(self, record: AnyRecord) -> None:
         # Once per record of the log (a million in the benchmark): locals, dict lookups and
-        # HookStats updated in place, no helper calls on the common path.
+        # HookStats updated in place, no helper calls on the common path (so a kind's typed
+        # view is a cast once its kind is known, rather than `records.view`).
         self.records += 1
-        get = record.get
-        kind = get("kind")
+        kind: object = record.get("kind")
         if type(kind) is not str:
             kind = str(kind)
         kinds = self.kinds
         kinds[kind] = kinds.get(kind, 0) + 1
-        moment = get("time")
+        moment = record.get("time")
         if type(moment) is str:
             first = self.first_time
             if first is None or moment < first:
@@ -128,17 +137,18 @@ class Stats:
             last = self.last_time
             if last is None or moment > last:
                 self.last_time = moment
-        event = get("event") or ""
+        event = record.get("event") or ""
         if type(event) is not str:
             event = str(event)
         if kind == _HOOK:
-            source = get("source") or ""
+            hook_record = cast(StoredHook, record)
+            source = hook_record.get("source") or ""
             if type(source) is not str:
                 source = str(source)
-            outcome = get("outcome") or ""
+            outcome = hook_record.get("outcome") or ""
             if type(outcome) is not str:
                 outcome = str(outcome)
-            command = get("command") or ""
+            command = hook_record.get("command") or ""
             key = (event, source, command if type(command) is str else str(command))
             hook = self.hooks.get(key)
             if hook is None:
@@ -146,7 +156,7 @@ class Stats:
             hook.runs += 1
             outcomes = hook.outcomes
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
-            duration = get("duration_ms")
+            duration = hook_record.get("duration_ms")
             if type(duration) is float or type(duration) is int:
                 hook.durations.append(duration)
             per_source = self.sources.get(source)
@@ -162,21 +172,22 @@ class Stats:
             elif kind == _REFUSED:
                 stats.refused += 1
             else:
-                label = decision_label(get("decision")) or "none"
+                label = decision_label(cast(StoredDecision, record).get("decision")) or "none"
                 stats.decisions[label] += 1
                 if label in BLOCKING_LABELS:
                     blocked = _blocked_command(record)
                     if blocked is not None:
                         self.blocked_commands[blocked] += 1
         elif kind == _EGRESS and "decision" in record:
-            source = str(get("source") or "unknown")
+            egress = cast(StoredEgress, record)
+            source = str(egress.get("source") or "unknown")
             per_source = self.egress.get(source)
             if per_source is None:
                 per_source = self.egress[source] = Counter()
-            decision = str(get("decision"))
+            decision = str(egress.get("decision"))
             per_source[decision] += 1
             if decision == "refused":
-                self.refused_hosts[f"{source} {get('host')}:{get('port')}"] += 1
+                self.refused_hosts[f"{source} {egress.get('host')}:{egress.get('port')}"] += 1
 
     def merge(self, other: Stats) -> None:
         """Add `other`'s counts (a part of the log read elsewhere) to these."""

@@ -26,7 +26,7 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import orjson
 
@@ -40,7 +40,14 @@ from cloudrunner.audit.reader import (
     raw_lines,
     rotated_members,
 )
-from cloudrunner.audit.records import RecordKind
+from cloudrunner.audit.records import (
+    AnyRecord,
+    RecordKind,
+    StoredDecision,
+    StoredReceived,
+    StoredTornRecord,
+    any_record,
+)
 from cloudrunner.audit.rotation import rotated_path
 
 
@@ -175,8 +182,9 @@ def _confirmed(data: bytes) -> _Facts | None:
         return None
     if type(value) is not dict:
         return None
-    seq, kind = value.get("seq"), value.get("kind")
-    hash_, prev_hash = value.get("hash"), value.get("prev_hash")
+    record = any_record(value)
+    seq, kind = record.get("seq"), record.get("kind")
+    hash_, prev_hash = record.get("hash"), record.get("prev_hash")
     if type(seq) is not int or type(kind) is not str:
         return None
     if not isinstance(hash_, str) or not isinstance(prev_hash, str):
@@ -191,20 +199,24 @@ def _confirmed(data: bytes) -> _Facts | None:
         return None
     if hashlib.sha256(text).hexdigest() != hash_:
         return None
-    torn = value.get("torn") if kind == RecordKind.TORN_RECORD else None
-    return _Facts(seq, kind, hash_, prev_hash, True, torn, *_event_link(value))
+    return _Facts(seq, kind, hash_, prev_hash, True, *_kind_facts(record))
 
 
-def _event_link(record: dict[str, Any]) -> tuple[str | None, int | None]:
-    """(event opened, event_seq closed) by a record: see the module's docstring."""
+def _kind_facts(record: AnyRecord) -> tuple[Any, str | None, int | None]:
+    """What the check needs of a record's own kind: a torn_record's `torn` spans (as the
+    line holds them: `_acknowledges` checks them), the event a `received` record opens and
+    the `event_seq` a `decision` record closes (see the module's docstring). The kind is
+    looked up once (this runs for every record), then the record is read as that kind."""
     kind = record.get("kind")
     if kind == RecordKind.RECEIVED:
-        event = record.get("event")
-        return (event if isinstance(event, str) else "?"), None
-    event_seq = record.get("event_seq")
-    if kind == RecordKind.DECISION and type(event_seq) is int:
-        return None, event_seq
-    return None, None
+        event = cast(StoredReceived, record).get("event")
+        return None, (event if isinstance(event, str) else "?"), None
+    if kind == RecordKind.DECISION:
+        event_seq = cast(StoredDecision, record).get("event_seq")
+        return None, None, (event_seq if type(event_seq) is int else None)
+    if kind == RecordKind.TORN_RECORD:
+        return cast(StoredTornRecord, record).get("torn"), None, None
+    return None, None, None
 
 
 def _analyse(line: _Line) -> _Seen:
@@ -215,15 +227,13 @@ def _analyse(line: _Line) -> _Seen:
     record = parse_record(line.data)
     if record is None:
         return _Seen(line, None, _is_json(line.data))
-    kind: str = record["kind"]
     facts = _Facts(
         record["seq"],
-        kind,
+        record["kind"],
         record["hash"],
         record["prev_hash"],
         record_hash(record) == record["hash"],
-        record.get("torn") if kind == RecordKind.TORN_RECORD else None,
-        *_event_link(record),
+        *_kind_facts(record),
     )
     return _Seen(line._replace(data=b""), facts, True)
 

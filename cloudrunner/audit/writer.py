@@ -58,7 +58,7 @@ from cloudrunner.audit.pipeline import (
     record_processors,
     utc_now,
 )
-from cloudrunner.audit.records import RecordKind
+from cloudrunner.audit.records import RecordKind, TornRecordFields
 from cloudrunner.audit.redaction import excerpt
 from cloudrunner.audit.rotation import lock_path, rotated_numbers, rotated_path
 from cloudrunner.closing import ClosesOnExit
@@ -410,12 +410,8 @@ class AuditWriter(ClosesOnExit):
     def _acknowledge(self, tail: LogTail) -> None:
         self._prefix = b"\n" if tail.unterminated else b""
         try:
-            record = self._logger.audit(
-                {
-                    "kind": str(RecordKind.TORN_RECORD),
-                    "torn": [span.fields() for span in tail.torn],
-                }
-            )
+            fields: TornRecordFields = {"torn": [span.fields() for span in tail.torn]}
+            record = self._logger.audit({"kind": str(RecordKind.TORN_RECORD), **fields})
         finally:
             self._prefix = b""
         ack = TornAcknowledgement(self.path, tail.torn, record["seq"])

@@ -13,8 +13,8 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from cloudrunner.audit.records import EgressFields, EgressRunFields, EgressSandboxFields
 from cloudrunner.egress.grants import Grant, GrantBook
 
 #: Squid result codes (the part before the slash) that mean "not let through"
@@ -141,7 +141,7 @@ class AccessLogReader:
         return out
 
 
-def _run_view(grant: Grant) -> dict[str, Any]:
+def _run_view(grant: Grant) -> EgressRunFields:
     run = grant.run
     return {
         "source": run.source, "session": run.session, "event": run.event,
@@ -150,10 +150,18 @@ def _run_view(grant: Grant) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def record_fields(attempt: EgressAttempt, book: GrantBook) -> dict[str, Any]:
+def _attributed(fields: EgressFields, grant: Grant) -> None:
+    """The attempt's own run: the one its credential was issued to."""
+    run = grant.run
+    fields["source"], fields["session"], fields["event"] = run.source, run.session, run.event
+    fields["conversation_id"], fields["generation_id"] = run.conversation_id, run.generation_id
+    fields["hook_id"], fields["command"] = run.hook_id, run.command
+
+
+def record_fields(attempt: EgressAttempt, book: GrantBook) -> EgressFields:
     """The audit record of one attempt, with the run it is attributed to."""
     grant = book.lookup(attempt.user) if attempt.user not in ("-", "") else None
-    fields: dict[str, Any] = {
+    fields: EgressFields = {
         "decision": "allowed" if attempt.allowed else "refused",
         "host": attempt.host,
         "port": attempt.port,
@@ -167,7 +175,7 @@ def record_fields(attempt: EgressAttempt, book: GrantBook) -> dict[str, Any]:
     }
     # the runs of the sandbox the connection came from: its network is its own
     there = book.live_at(attempt.client, attempt.time)
-    sandbox: dict[str, Any] | None = None
+    sandbox: EgressSandboxFields | None = None
     latest = there[0] if there else book.latest_at(attempt.client, attempt.time)
     if latest is not None:
         sandbox = {
@@ -177,53 +185,37 @@ def record_fields(attempt: EgressAttempt, book: GrantBook) -> dict[str, Any]:
             "runs": [_run_view(g) for g in there],
         }
     if grant is not None and not attempt.refusal:
-        fields.update(
-            source=grant.run.source,
-            session=grant.run.session,
-            event=grant.run.event,
-            conversation_id=grant.run.conversation_id,
-            generation_id=grant.run.generation_id,
-            hook_id=grant.run.hook_id,
-            command=grant.run.command,
-        )
+        _attributed(fields, grant)
         return fields
     if grant is not None:  # a real credential, refused outside its run: a reuse
-        fields.update(
-            refusal=attempt.refusal,
-            attribution=(
-                f"credential refused ({attempt.refusal}): it was issued to another run"
-                if grant.user not in {g.user for g in there}
-                else f"credential refused ({attempt.refusal})"
-            ),
-            credential_run=_run_view(grant),
-            used_from=sandbox,
-            source=sandbox["source"] if sandbox else "unknown",
-            session=sandbox["session"] if sandbox else None,
+        fields["refusal"] = attempt.refusal
+        fields["attribution"] = (
+            f"credential refused ({attempt.refusal}): it was issued to another run"
+            if grant.user not in {g.user for g in there}
+            else f"credential refused ({attempt.refusal})"
         )
+        fields["credential_run"] = _run_view(grant)
+        fields["used_from"] = sandbox
+        fields["source"] = sandbox["source"] if sandbox else "unknown"
+        fields["session"] = sandbox["session"] if sandbox else None
         return fields
     if attempt.refusal:
         fields["refusal"] = attempt.refusal
     if sandbox is not None:
-        fields.update(
-            source=sandbox["source"],
-            session=sandbox["session"],
-            used_from=sandbox,
-            attribution=(
-                "no credential, or one this worker did not issue; attributed to the sandbox "
-                "by its address"
-            ),
+        fields["source"], fields["session"] = sandbox["source"], sandbox["session"]
+        fields["used_from"] = sandbox
+        fields["attribution"] = (
+            "no credential, or one this worker did not issue; attributed to the sandbox "
+            "by its address"
         )
         if len(there) == 1:
-            fields.update(
-                event=there[0].run.event, conversation_id=there[0].run.conversation_id,
-                generation_id=there[0].run.generation_id, hook_id=there[0].run.hook_id,
-            )  # fmt: skip
+            run = there[0].run
+            fields["event"], fields["conversation_id"] = run.event, run.conversation_id
+            fields["generation_id"], fields["hook_id"] = run.generation_id, run.hook_id
         return fields
-    fields.update(
-        source="unknown",
-        attribution=(
-            "none: no credential, or one this worker did not issue, from an address no "
-            "sandbox of this worker held"
-        ),
+    fields["source"] = "unknown"
+    fields["attribution"] = (
+        "none: no credential, or one this worker did not issue, from an address no "
+        "sandbox of this worker held"
     )
     return fields

@@ -16,6 +16,7 @@ from typing import Any
 import docker
 from pydantic import ValidationError
 
+from cloudrunner.audit.records import EgressFields
 from cloudrunner.egress.access_log import AccessLogReader, record_fields
 from cloudrunner.egress.credentials import CredentialIssuer, RunAttribution, user_of
 from cloudrunner.egress.proxy import EgressProxy
@@ -220,7 +221,7 @@ class Egress:
 
     # ------------------------------------------------------------------ records
 
-    def records(self, used_proxy: bool) -> list[dict[str, Any]]:
+    def records(self, used_proxy: bool) -> list[EgressFields]:
         """`egress` record fields for the attempts logged since the last call (and the
         proxy's own events: replaced, ...)."""
         if self._proxy is None or self._reader is None or self._issuer is None:
@@ -232,7 +233,7 @@ class Egress:
         out = [record_fields(a, self._proxy.book) for a in attempts]
         with self._lock:
             events, self._proxy.events = self._proxy.events, []
-        out += [{"proxy_event": e} for e in events]
+        out += [EgressFields(proxy_event=e) for e in events]
         return out
 
     def status(self) -> tuple[bool, str]:

@@ -1,0 +1,1 @@
+"""Checks the project adds to mypy (not part of the installed package)."""

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from cloudrunner.audit.errors import AuditLogError
-from cloudrunner.audit.records import FallbackFields, RecordKind
+from cloudrunner.audit.records import Entry, FallbackFields, RecordKind
 from cloudrunner.audit.writer import AuditWriter
 
 SPOOL_FILE = "fallback.spool"
@@ -326,7 +326,8 @@ def _take(path: Path, audit: AuditWriter, report: IngestReport, problems: list[s
     try:
         for start in range(0, len(records), _BATCH):
             batch = records[start : start + _BATCH]
-            audit.append_many([(RecordKind.FALLBACK, fields) for fields in batch])
+            entries: list[Entry] = [(RecordKind.FALLBACK, fields) for fields in batch]
+            audit.append_many(entries)
         audit.sync()
     except (AuditLogError, OSError) as exc:
         problems.append(

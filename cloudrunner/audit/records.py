@@ -3,7 +3,9 @@
 One definition for both sides of the log. Every writer builds a kind's fields as its
 TypedDict (`HookFields`, `EgressFields`, ...; the event's records come from the builders of
 `cloudrunner.event.records`, the spool's from `audit.fallback`, the torn-write
-acknowledgement from the writer itself), so mypy checks every key it writes. The writer
+acknowledgement from the writer itself), so mypy checks every key it writes; they hand
+it to the writer as an `Entry`, a kind paired with that kind's fields, so a kind written
+with another kind's fields is a mypy error too. The writer
 adds the `Envelope` (seq, kind, time, worker, pid, prev_hash, hash) to every record. A
 reader turns a parsed record into its kind's stored type with `view(record,
 RecordKind.HOOK)` (None for a record of another kind) or, before it knows the kind, reads
@@ -373,6 +375,21 @@ class AnyRecord(Envelope, total=False):
     duration_ms: object
     commit: object
 
+
+#: one record as a writer takes it: a kind with that kind's fields (mypy refuses a kind
+#: paired with another kind's fields); `torn_record` is the writer's own
+Entry = (
+    tuple[Literal[RecordKind.RECEIVED], ReceivedFields]
+    | tuple[Literal[RecordKind.HOOK], HookFields]
+    | tuple[Literal[RecordKind.DECISION], DecisionFields]
+    | tuple[Literal[RecordKind.GATED], GatedFields]
+    | tuple[Literal[RecordKind.REFUSED], RefusedFields]
+    | tuple[Literal[RecordKind.SKIPPED], SkippedFields]
+    | tuple[Literal[RecordKind.ENVIRONMENT], EnvironmentFields]
+    | tuple[Literal[RecordKind.REAPED], ReapedFields]
+    | tuple[Literal[RecordKind.EGRESS], EgressFields]
+    | tuple[Literal[RecordKind.FALLBACK], FallbackFields]
+)
 
 #: each kind's fields as its writer gives them
 FIELDS: Final[Mapping[RecordKind, type[Mapping[str, Any]]]] = {

@@ -50,5 +50,5 @@ def reap_orphans(client: docker.DockerClient, worker_id: str, audit: AuditWriter
         _log.warning("reap-failed", problem=f"could not look for orphaned sandboxes: {exc}")
         return 0
     for orphan in orphans:
-        audit.append(RecordKind.REAPED, records.reaped(orphan))
+        records.append(audit, (RecordKind.REAPED, records.reaped(orphan)))
     return len(orphans)

@@ -104,7 +104,7 @@ class EnvironmentImages:
                 self.audit, image=built.tag, image_id=built.image_id, built=built.built,
                 install=install, commit=ws.commit, result=result,
             )  # fmt: skip
-            self.audit.append(RecordKind.ENVIRONMENT, fields)
+            records.append(self.audit, (RecordKind.ENVIRONMENT, fields))
             if result.outcome is not Outcome.OK:
                 said = result.message or result.stderr.decode(errors="replace").strip()[-300:]
                 raise project_environment.EnvironmentBuildError(

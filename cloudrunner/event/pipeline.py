@@ -28,6 +28,7 @@ import structlog
 
 from cloudrunner import ownership, recording, transcript, workspace
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind
+from cloudrunner.audit.records import Entry
 from cloudrunner.daemon.threads import ElasticPool
 from cloudrunner.egress.credentials import RunAttribution
 from cloudrunner.egress.manager import Egress
@@ -144,7 +145,7 @@ class EventPipeline:
             event, document, refusal.message, keep_payload=refusal.keep_payload
         )
         try:
-            self.audit.append(RecordKind.REFUSED, fields)
+            records.append(self.audit, (RecordKind.REFUSED, fields))
         except (AuditLogError, OSError) as exc:
             raise EventNotRecorded(
                 f"{refusal.message}; and the refusal could not be recorded either ({exc})"
@@ -165,7 +166,7 @@ class EventPipeline:
         if not decision.open:
             answer = neutral_answer(name)
             fields = records.gated(intake.ids(), document, decision, answer)
-            _, durable = self._append_first(name, RecordKind.GATED, fields)
+            _, durable = self._append_first(name, (RecordKind.GATED, fields))
             durable()
             return EventReply(answer, gated=True, records=1, conversation_id=intake.conversation_id)
         sources = load_sources(source_settings(self.settings, ws.root, ws.trust_project_hooks))
@@ -196,7 +197,7 @@ class EventPipeline:
         hooks = [hook.hook_id for hook in plan.hooks_to_run]
         first = records.received(intake.ids(), session, ws, hooks, roots_absent)
         received, durable = self._append_first(
-            name, RecordKind.RECEIVED, first, runs=bool(plan.hooks_to_run)
+            name, (RecordKind.RECEIVED, first), runs=bool(plan.hooks_to_run)
         )
         ids: records.RecordIds = {**intake.ids(), "event_seq": received["seq"]}
         shown, homes, sandboxes = self._prepare_while(
@@ -243,7 +244,7 @@ class EventPipeline:
         closing = records.decision(
             ids, session, ws, intake.document, merged, len(outcome.results), (access, shown, homes)
         )
-        written: list[records.Entry] = [
+        written: list[Entry] = [
             *skipped,
             *self.hook_records.build(outcome, merged, ids, ws, session),
             *((RecordKind.EGRESS, fields) for fields in egress_records),
@@ -315,7 +316,7 @@ class EventPipeline:
             return [exc.message]
         return []
 
-    def _write(self, name: str, seq: int, written: list[records.Entry]) -> list[str]:
+    def _write(self, name: str, seq: int, written: list[Entry]) -> list[str]:
         try:
             self.audit.append_many(written)
         except (AuditLogError, OSError) as exc:
@@ -331,7 +332,7 @@ class EventPipeline:
         return []
 
     def _append_first(
-        self, event: str, kind: RecordKind, fields: Mapping[str, Any], *, runs: bool = True
+        self, event: str, entry: Entry, *, runs: bool = True
     ) -> tuple[dict[str, Any], Callable[[], None]]:
         """Write an event's first record; the callable returned makes it durable (unless
         the operator chose fsync "never"; the sync is shared with concurrent events, see
@@ -341,8 +342,8 @@ class EventPipeline:
         it is synced with the event's last records (one sync for the event, not two)."""
         try:
             if not runs:
-                return self.audit.append(kind, fields, deferred=True), _nothing
-            record, durability = self.audit.append_unsynced(kind, fields)
+                return self.audit.append(*entry, deferred=True), _nothing
+            record, durability = self.audit.append_unsynced(*entry)
         except (AuditLogError, OSError) as exc:
             raise self._not_recorded(event, exc) from exc
         if durability.done:

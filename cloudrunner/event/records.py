@@ -12,6 +12,7 @@ from cloudrunner.audit import AuditWriter, RecordKind
 from cloudrunner.audit.pipeline import Cleaned
 from cloudrunner.audit.records import (
     DecisionFields,
+    Entry,
     EnvironmentFields,
     GatedFields,
     HookFields,
@@ -31,8 +32,10 @@ from cloudrunner.sandbox.base import ExecResult
 from cloudrunner.sandbox.reaper import Orphan
 from cloudrunner.sources import LoadedSource, SourceSet, SourceStatus
 
-#: one record as the writer takes it
-Entry = tuple[RecordKind, Mapping[str, Any]]
+
+def append(audit: AuditWriter, entry: Entry) -> None:
+    """Write one record of the worker's now (durable as the writer's settings say)."""
+    audit.append(*entry)
 
 
 class RecordIds(EventIds):

@@ -135,3 +135,33 @@ def test_the_right_keys_pass_mypy(tmp_path: Path, mypy_cache: Path) -> None:
         """,
     )
     assert status == 0, out
+
+
+@pytest.mark.parametrize(
+    ("line", "wrong"),
+    [
+        ("entry: Entry = (RecordKind.HOOK, hook)", False),
+        ("entry: Entry = (RecordKind.DECISION, decision)", False),
+        ("entry: Entry = (RecordKind.DECISION, hook)", True),
+        ("entry: Entry = (RecordKind.HOOK, decision)", True),
+        ("entry: Entry = (RecordKind.TORN_RECORD, hook)", True),
+    ],
+)
+def test_a_kind_paired_with_another_kinds_fields_is_a_mypy_error(
+    tmp_path: Path, mypy_cache: Path, line: str, wrong: bool
+) -> None:
+    out, status = _mypy(
+        tmp_path,
+        mypy_cache,
+        f"""
+        from cloudrunner.audit.records import DecisionFields, HookFields
+        from cloudrunner.audit.records import Entry
+
+        hook: HookFields = {{"outcome": "ok"}}
+        decision: DecisionFields = {{"blocked_by": None}}
+        {line}
+        """,
+    )
+    assert status == (1 if wrong else 0), out
+    if wrong:
+        assert "Incompatible types in assignment" in out, out

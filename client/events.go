@@ -1,5 +1,10 @@
 package main
 
+// drainingCode is the error code of a daemon that is shutting down: the event was not
+// taken, so it counts as no answer. The same as DRAINING_CODE in cloudrunner/client.py; a
+// Python unit test checks both against the table of error codes.
+const drainingCode = "draining"
+
 // blockingEvents: the events that can block, with how a block reads (the decision field,
 // and where its message goes; "" when the event carries no message). The same table as
 // BLOCKING_EVENTS in cloudrunner/client.py; a Python unit test checks both against the

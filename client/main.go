@@ -107,7 +107,7 @@ func hook(opts *options, stdout, stderr io.Writer) int {
 			return printAnswer(answer.body, opts.exitCode && answer.blocked, stdout, stderr)
 		}
 		code, message := errorOf(answer)
-		if code != "draining" {
+		if code != drainingCode {
 			// The daemon is up and refused the event (and recorded it or said why it could
 			// not): the policy answers, no fallback, nothing spooled.
 			return byPolicy(policy, "the daemon refused the event: "+message, false, stdout, stderr)

@@ -26,6 +26,11 @@ SOCKET_NAME = "cloudrunner.sock"
 #: the daemon marks an answer that blocks, so the client need not parse it (json costs ~4 ms)
 BLOCKED_HEADER = "x-cloudrunner-blocked"
 
+#: the error code of a daemon that is shutting down: the event was not taken, so it counts
+#: as no answer (spooled, or run in process). A unit test checks it against the table of
+#: error codes (`cloudrunner.refusals`), which the fast path cannot import (enum).
+DRAINING_CODE = "draining"
+
 #: events that can block: how a block reads (the decision field, where its message goes).
 #: A unit test checks this against the protocol core, which the fast path cannot import.
 BLOCKING_EVENTS: dict[str, tuple[str, str | None]] = {

@@ -24,6 +24,7 @@ from cloudrunner.client import (
     BLOCKED_HEADER,
     BLOCKING_EVENTS,
     DEFAULT_STATE_DIR,
+    DRAINING_CODE,
     SOCKET_NAME,
     Endpoint,
     HttpReply,
@@ -278,7 +279,7 @@ def hook_command(args: "HookOptions | argparse.Namespace") -> int:
             blocked = reply.headers.get(BLOCKED_HEADER) == "true"
             return _answer(reply.body, args.exit_code and blocked)
         code, message = _error_of(reply)
-        if code != "draining":
+        if code != DRAINING_CODE:
             # The daemon is up and refused the event (and recorded it or said why it could
             # not): the policy answers, no fallback, nothing spooled.
             return _by_policy(policy, f"the daemon refused the event: {message}", spool=False)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from cloudrunner import client, client_fallback
 from cloudrunner.protocol.events import EVENTS, Decision, event_spec, neutral_answer
+from cloudrunner.refusals import ErrorCode
 
 
 def test_the_blocking_table_matches_the_protocol_core() -> None:
@@ -21,6 +22,12 @@ def test_the_blocking_table_matches_the_protocol_core() -> None:
         if spec.decision is not Decision.NONE
     }
     assert expected == client.BLOCKING_EVENTS
+
+
+def test_both_clients_name_the_draining_code_of_the_table() -> None:
+    assert client.DRAINING_CODE == ErrorCode.DRAINING
+    go = (Path(__file__).parents[2] / "client" / "events.go").read_text()
+    assert f'const drainingCode = "{ErrorCode.DRAINING}"' in go
 
 
 @pytest.mark.parametrize("event", sorted(EVENTS))

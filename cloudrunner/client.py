@@ -82,6 +82,10 @@ class HttpReply:
 
 #: the longest unix socket path the kernel takes (sun_path holds 108 bytes with its NUL)
 SOCKET_PATH_MAX_BYTES = 107
+#: what one answer may make the client read (the compiled client's caps too): the head, and
+#: the whole answer; a daemon's head is a few hundred bytes and its answers far below the cap
+ANSWER_HEAD_MAX_BYTES = 64 << 10
+ANSWER_MAX_BYTES = 64 << 20
 
 
 class SocketPathTooLong(OSError):
@@ -161,11 +165,21 @@ def request(
                 sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the daemon may have answered early (a body over its cap): read that
+            received = 0
+            head_ended = False
             while True:
                 chunk = sock.recv(65536)
                 if not chunk:
                     break
                 chunks.append(chunk)
+                received += len(chunk)
+                if not head_ended:
+                    head_ended = _head_within_cap(b"".join(chunks), endpoint)
+                if received > ANSWER_MAX_BYTES:
+                    raise Unreachable(
+                        f"the daemon on {endpoint.describe()} sent an answer over "
+                        f"{ANSWER_MAX_BYTES} bytes (a cloudrunner daemon's are far smaller)"
+                    )
         except TimeoutError:
             raise Unreachable(
                 f"the daemon on {endpoint.describe()} did not answer within {timeout_s:g}s"
@@ -177,6 +191,20 @@ def request(
     finally:
         sock.close()
     return _parse(b"".join(chunks), endpoint)
+
+
+def _head_within_cap(raw: bytes, endpoint: Endpoint) -> bool:
+    """True once the head (status line, headers, blank line) has ended within its cap;
+    False while it may still end; Unreachable when it is over the cap."""
+    end = raw.find(b"\r\n\r\n", 0, ANSWER_HEAD_MAX_BYTES + 4)
+    if end != -1 and end + 4 <= ANSWER_HEAD_MAX_BYTES:
+        return True
+    if len(raw) < ANSWER_HEAD_MAX_BYTES:
+        return False
+    raise Unreachable(
+        f"the daemon on {endpoint.describe()} sent an answer whose head is over "
+        f"{ANSWER_HEAD_MAX_BYTES} bytes (a cloudrunner daemon's is a few hundred)"
+    )
 
 
 def _parse(raw: bytes, endpoint: Endpoint) -> HttpReply:

@@ -308,6 +308,28 @@ def test_a_dropped_connection_is_no_answer(tmp_path: Path) -> None:
     assert len((tmp_path / "fallback.spool").read_text().splitlines()) == 6
 
 
+def test_an_answer_over_the_caps_is_no_answer_in_both(tmp_path: Path) -> None:
+    sock = tmp_path / "cloudrunner.sock"
+    endless_head = b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * (70 << 10) + b"\r\n\r\n{}"
+    with fake_daemon(sock, endless_head):
+        head = run_both(["hook", "stop", "--socket", str(sock)], b"{}")
+    assert head.code == 0 and _answer(head) == {}
+    assert head.lines[0] == (
+        f"cloudrunner: the daemon on unix:{sock} sent an answer whose head is over 65536 bytes "
+        "(a cloudrunner daemon's is a few hundred); letting the event through (fail-open)"
+    )
+    huge = (70 << 20) * b" "
+    with fake_daemon(sock, http_answer("200 OK", b"{}" + huge)):
+        body = run_both(["hook", "preToolUse", "--socket", str(sock), "--fail-closed"], b"{}")
+    assert body.code == 0 and _answer(body)["permission"] == "deny"
+    assert body.lines[0] == (
+        f"cloudrunner: the daemon on unix:{sock} sent an answer over 67108864 bytes "
+        "(a cloudrunner daemon's are far smaller); blocking (fail-closed)"
+    )
+    spooled = [json.loads(x) for x in (tmp_path / "fallback.spool").read_text().splitlines()]
+    assert [r["outcome"] for r in spooled] == ["allowed", "allowed", "blocked", "blocked"]
+
+
 def test_a_daemon_that_cannot_write_its_audit_log_refused_the_event_not_spooled(
     tmp_path: Path,
 ) -> None:

@@ -126,6 +126,9 @@ class FakeDaemon:
 
     def close(self) -> None:
         self._stop.set()
+        # close() alone does not wake a thread blocked in accept(); shutdown() does
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()
         for conn in self._held:
             conn.close()

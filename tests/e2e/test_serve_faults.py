@@ -389,7 +389,9 @@ def test_sigterm_during_a_burst_drains_and_exits_zero(
 def test_sigkill_during_a_burst_then_a_restart_keeps_one_chain(
     tmp_path: Path, docker_tracker: DockerTracker
 ) -> None:
-    deployment = _deployment(tmp_path, docker_tracker, slow_s=30)
+    # hooks far longer than the wait below can last: a loaded engine may answer the
+    # container listing late (behind its creates), and no hook may end before the kill
+    deployment = _deployment(tmp_path, docker_tracker, slow_s=300)
     daemon = _serve(deployment).start()
     outcomes: list[str] = []
 
@@ -397,8 +399,8 @@ def test_sigkill_during_a_burst_then_a_restart_keeps_one_chain(
         event = deployment.event("stop", status="completed", conversation_id=f"conv-{index % 8}",
                                  generation_id=f"gen-{index}")  # fmt: skip
         try:
-            daemon.event("stop", event)
-            outcomes.append("answered")
+            reply = daemon.event("stop", event)
+            outcomes.append(f"answered {reply.status} {reply.body[:300]!r}")
         except Unreachable:
             outcomes.append("dropped")
 
@@ -411,7 +413,7 @@ def test_sigkill_during_a_burst_then_a_restart_keeps_one_chain(
     daemon.proc.wait(30)
     for thread in threads:
         thread.join(120)
-    assert outcomes.count("dropped") == 16
+    assert outcomes.count("dropped") == 16, outcomes
     killed_pid = str(daemon.proc.pid)
     with _running(daemon):
         # the killed daemon's sandboxes are gone: reaped by this start (a worker reaps only

@@ -38,7 +38,11 @@ SERVE_FLAGS: dict[str, tuple[str, dict[str, object]]] = {
     ),
     "--token-file": (
         "server.token_file",
-        {"type": Path, "metavar": "FILE", "help": "the bearer token TCP clients must send"},
+        {
+            "type": Path,
+            "metavar": "FILE",
+            "help": "the bearer token TCP clients must send (16 or more visible ASCII characters)",
+        },
     ),
 }
 

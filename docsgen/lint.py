@@ -245,7 +245,15 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"docs lint: {path}: no such file or folder", file=sys.stderr)
             return 2
-    findings = lint(pages or default_paths())
+    try:
+        findings = lint(pages or default_paths())
+    except ModuleNotFoundError as exc:  # a checkout whose .venv predates the linter
+        print(
+            f"docs lint: {exc.name} is not installed; run `bash scripts/venv` to bring the "
+            ".venv up to date",
+            file=sys.stderr,
+        )
+        return 2
     for finding in findings:
         print(finding.text())
     if findings:

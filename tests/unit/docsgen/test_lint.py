@@ -125,3 +125,20 @@ def test_the_command_line_prints_each_finding_and_fails(
     assert lint.main([str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "p.md:4:1: MD032" in out
+
+
+def test_a_venv_without_the_linter_gets_one_line_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def missing(*_: object) -> list[lint.Finding]:
+        raise ModuleNotFoundError("No module named 'pymarkdown'", name="pymarkdown")
+
+    monkeypatch.setattr(lint, "markdown_checks", missing)
+    page = tmp_path / "p.md"
+    page.write_text("# Page\n")
+    assert lint.main([str(page)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "docs lint: pymarkdown is not installed; run `bash scripts/venv` to bring the .venv "
+        "up to date"
+    ]

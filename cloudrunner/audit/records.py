@@ -314,47 +314,47 @@ class EgressFields(TypedDict, total=False):
 
 
 class StoredReceived(Envelope, ReceivedFields):
-    pass
+    """A `received` record as the log stores it."""
 
 
 class StoredHook(Envelope, HookFields):
-    pass
+    """A `hook` record as the log stores it."""
 
 
 class StoredDecision(Envelope, DecisionFields):
-    pass
+    """A `decision` record as the log stores it."""
 
 
 class StoredGated(Envelope, GatedFields):
-    pass
+    """A `gated` record as the log stores it."""
 
 
 class StoredRefused(Envelope, RefusedFields):
-    pass
+    """A `refused` record as the log stores it."""
 
 
 class StoredSkipped(Envelope, SkippedFields):
-    pass
+    """A `skipped` record as the log stores it."""
 
 
 class StoredEnvironment(Envelope, EnvironmentFields):
-    pass
+    """A `environment` record as the log stores it."""
 
 
 class StoredReaped(Envelope, ReapedFields):
-    pass
+    """A `reaped` record as the log stores it."""
 
 
 class StoredTornRecord(Envelope, TornRecordFields):
-    pass
+    """A `torn_record` record as the log stores it."""
 
 
 class StoredEgress(Envelope, EgressFields):
-    pass
+    """A `egress` record as the log stores it."""
 
 
 class StoredFallback(Envelope, FallbackFields):
-    pass
+    """A `fallback` record as the log stores it."""
 
 
 class AnyRecord(Envelope, total=False):

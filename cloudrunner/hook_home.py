@@ -140,7 +140,10 @@ def prepare(
 
 def _make(path: Path, uid: int, gid: int) -> bool:
     """Create the home (parents root-only but searchable) owned by the hook uid; several
-    workers may ask at once (one `cloudrunner run` per event), so under a lock."""
+    workers may ask at once (one `cloudrunner run` per event, or a daemon's concurrent
+    events), so under a lock. The home is made under another name, handed to the hook uid
+    and then renamed into place, so nobody checking it without the lock ever sees it
+    before it belongs to the hook uid."""
     if os.path.isdir(path):
         return False
     try:
@@ -152,23 +155,34 @@ def _make(path: Path, uid: int, gid: int) -> bool:
         ) from None
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:
+        if os.path.lexists(path):
             return False
+        making = path.with_name(f".{path.name}.making")  # a crashed maker's is empty
+        with contextlib.suppress(OSError):  # not there, or not empty: mkdir says so
+            os.rmdir(making)
+        try:
+            os.mkdir(making, 0o700)
         except OSError as exc:
             raise HomeError(
                 f"cannot create the hook HOME {path}: {exc.strerror}; give a writable state_dir"
             ) from None
         try:
-            os.chown(path, uid, gid, follow_symlinks=False)
+            os.chown(making, uid, gid, follow_symlinks=False)
         except OSError as exc:
             with contextlib.suppress(OSError):
-                os.rmdir(path)
+                os.rmdir(making)
             raise HomeUnavailable(
                 f"cannot hand the hook HOME {path} to the hook uid {uid}: {exc.strerror}; "
                 f"hooks keep the image's HOME; run the worker as root or as uid {uid} to "
                 "give them one"
+            ) from None
+        try:
+            os.rename(making, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.rmdir(making)
+            raise HomeError(
+                f"cannot create the hook HOME {path}: {exc.strerror}; give a writable state_dir"
             ) from None
         return True
     finally:

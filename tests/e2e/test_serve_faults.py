@@ -377,11 +377,12 @@ def test_sigterm_during_a_burst_drains_and_exits_zero(
     assert len(stops) == len(answered), "every answer was recorded, nothing more"
     hooks = [r for r in deployment.records() if r["kind"] == "hook" and r["event"] == "stop"]
     cut_short = [
-        (h["outcome"], h.get("sandbox_cause"), h.get("stderr_excerpt"))
+        (h["outcome"], h.get("reason"), h.get("sandbox_cause"), h.get("stderr_excerpt"))
         for h in hooks
         if h["outcome"] != "ok"
     ]
-    assert hooks and not cut_short, f"no hook was cut short: {cut_short}"
+    sandbox_notes = [line for line in daemon.stderr_lines if "sandbox." in line]
+    assert hooks and not cut_short, f"no hook was cut short: {cut_short} {sandbox_notes[-6:]}"
     assert verify_log(deployment.audit_log).ok
     assert docker_tracker.labelled_containers() == []
 

@@ -7,7 +7,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -155,6 +157,41 @@ def test_many_workers_making_one_home_at_once_all_get_it(tmp_path: Path) -> None
     outs = [p.communicate(timeout=60)[0].strip() for p in procs]
     assert [p.returncode for p in procs] == [0] * 8
     assert sorted(outs) == ["0"] * 7 + ["1"]
+
+
+@needs_root("the window is between the worker's mkdir (as root) and its chown")
+def test_an_event_arriving_while_the_home_is_made_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    home = tmp_path / "homes" / "k" / "project"
+    real_chown = os.chown
+    second: dict[str, object] = {}
+
+    def attempt() -> None:
+        try:
+            second["status"] = _prepare(home, ws)
+        except HomeError as exc:
+            second["status"] = exc
+
+    def racing_chown(*args: Any, **kwargs: Any) -> None:
+        if "thread" not in second:  # a concurrent event of the same source, mid-making
+            second["thread"] = threading.Thread(target=attempt)
+            second["thread"].start()
+            second["thread"].join(0.5)  # it may not see a home before it is the hook uid's
+        real_chown(*args, **kwargs)
+
+    monkeypatch.setattr(hook_home.os, "chown", racing_chown)
+    first = _prepare(home, ws)
+    thread = second["thread"]
+    assert isinstance(thread, threading.Thread)
+    thread.join(30)
+    assert first.created
+    status = second["status"]
+    assert isinstance(status, hook_home.HomeStatus), status
+    assert not status.created and home.stat().st_uid == UID
+    assert not list(home.parent.glob(".*.making")), "nothing of the making is left"
 
 
 @needs_root("needs root to become another uid")

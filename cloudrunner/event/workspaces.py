@@ -18,8 +18,11 @@ from cloudrunner import gate, ownership, workspace, workspace_match
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.event.errors import Refusal
 from cloudrunner.event.profiles import SandboxProfiles
+from cloudrunner.logs import get_logger
 from cloudrunner.refusals import ErrorCode
 from cloudrunner.settings import Settings
+
+_log = get_logger("cloudrunner.worker")
 
 
 class Workspaces:
@@ -145,8 +148,12 @@ class Workspaces:
                 ws = workspace.adopt(
                     path, trust_project_hooks=self.settings.sources.trust_project_hooks
                 )
-            except CloudrunnerError:
-                pass  # the first event says what is wrong with it
+            except CloudrunnerError as exc:
+                # The daemon still starts (the checkout may be fixed while it runs); each
+                # event refuses with this problem and records it until then.
+                _log.warning(
+                    "worker.workspace_unusable_at_start", path=str(path), problem=exc.message
+                )
             else:
                 return ws.root, ws.trust_project_hooks
         return None, True

@@ -217,3 +217,29 @@ def test_a_hostile_spool_and_an_unwritable_policy_do_not_stop_the_daemon(
     finally:
         assert daemon.stop() == 0
     assert victim.read_text() == "keep\n"
+
+
+def test_a_configured_workspace_unusable_at_start_is_said_then_refused_until_fixed(
+    scene: tuple[Path, Path, list[str], str], tmp_path: Path
+) -> None:
+    _, state, flags, worker_id = scene
+    plain = tmp_path / "not-a-checkout"  # a real directory git does not know
+    plain.mkdir()
+    flags = [plain.as_posix() if f.endswith("/repo") else f for f in flags]
+    daemon = daemon_process(flags, state=state, worker_id=worker_id).start()
+    try:
+        said = [x for x in daemon.stderr_lines if "worker.workspace_unusable_at_start" in x]
+        assert len(said) == 1 and str(plain) in said[0] and "is not a git checkout" in said[0]
+        shell = _payload(plain, "beforeShellExecution", command="ls", cwd=str(plain))
+        refused = daemon.event("beforeShellExecution", shell)
+        assert refused.status == 422, refused.body
+        assert json.loads(refused.body)["error"]["code"] == "workspace-unavailable"
+        _repo(plain)  # the operator fixes the checkout while the daemon runs
+        fixed = daemon.event("beforeShellExecution", shell)
+        assert fixed.status == 200 and json.loads(fixed.body) == {"permission": "allow"}
+    finally:
+        assert daemon.stop() == 0
+    records = [json.loads(x) for x in (state / "audit.log").read_text().splitlines()]
+    kinds = [r["kind"] for r in records]
+    assert kinds[0] == "refused" and "is not a git checkout" in records[0]["reason"]
+    assert kinds[-2:] == ["hook", "decision"]

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -25,6 +24,9 @@ const (
 	spoolLineMaxBytes = 4096
 	clientName        = "cloudrunner-hook"
 	idMaxChars        = 200
+	// the policy file's bounds: its size, and how deep it nests (its own is two levels)
+	policyMaxBytes = 1024 * 1024
+	policyMaxDepth = 64
 )
 
 // runDir is where the policy and the spool live: the socket's directory, or for a TCP
@@ -95,18 +97,19 @@ func decide(event, flag, envSay, dir string) decision {
 			"TCP daemon unless CLOUDRUNNER_STATE_DIR names its state directory; failing open"}}
 	}
 	path := joinDir(dir, policyName)
-	file, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	raw, why, err := readPolicy(path)
+	if errors.Is(err, syscall.ENOENT) {
 		return decision{decidedBy: "no-policy", notes: []string{
 			fmt.Sprintf("cloudrunner: no fail policy was published at %s; failing open", path)}}
 	}
 	if err != nil {
 		return unusable(path, osText(err))
 	}
-	raw, err := io.ReadAll(io.LimitReader(file, 1024*1024+1))
-	file.Close()
-	if err != nil {
-		return unusable(path, osText(err))
+	if why != "" {
+		return unusable(path, why)
+	}
+	if nestingOver(raw, policyMaxDepth) {
+		return unusable(path, fmt.Sprintf("nested deeper than %d levels", policyMaxDepth))
 	}
 	var data any
 	if json.Unmarshal(raw, &data) != nil {
@@ -136,6 +139,81 @@ func decide(event, flag, envSay, dir string) decision {
 		d.policyDaemon = &daemon
 	}
 	return d
+}
+
+// readPolicy reads the policy so that nothing planted in its place can delay the answer:
+// opened without blocking (a FIFO with no writer, or one that never stops writing), used
+// only when it is a regular file (never a FIFO, socket or device such as /dev/zero, also
+// through a symbolic link), and read to at most policyMaxBytes. why names a file that is
+// there but not usable; err an error opening or reading it.
+func readPolicy(path string) (raw []byte, why string, err error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
+	for err == syscall.EINTR {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, "", err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, "not a regular file", nil
+	}
+	buf := make([]byte, 0, 4096)
+	chunk := make([]byte, 64<<10)
+	for len(buf) <= policyMaxBytes {
+		want := policyMaxBytes + 1 - len(buf)
+		if want > len(chunk) {
+			want = len(chunk)
+		}
+		n, err := syscall.Read(fd, chunk[:want])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if n <= 0 {
+			break
+		}
+		buf = append(buf, chunk[:n]...)
+	}
+	if len(buf) > policyMaxBytes {
+		return nil, fmt.Sprintf("larger than %d bytes", policyMaxBytes), nil
+	}
+	return buf, "", nil
+}
+
+// nestingOver: whether JSON text nests arrays or objects deeper than limit (brackets in
+// strings do not count), as the Python client checks it.
+func nestingOver(raw []byte, limit int) bool {
+	depth := 0
+	inString, escaped := false, false
+	for _, b := range raw {
+		switch {
+		case inString:
+			if escaped {
+				escaped = false
+			} else if b == '\\' {
+				escaped = true
+			} else if b == '"' {
+				inString = false
+			}
+		case b == '"':
+			inString = true
+		case b == '[' || b == '{':
+			depth++
+			if depth > limit {
+				return true
+			}
+		case b == ']' || b == '}':
+			depth--
+		}
+	}
+	return false
 }
 
 func unusable(path, why string) decision {

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 
 POLICY_NAME = "fail-policy.json"
 POLICY_VERSION = 1
+#: the policy file's bound: a larger file is not usable (the daemon's is a few hundred bytes)
+POLICY_MAX_BYTES = 1024 * 1024
+#: the policy's nesting bound (its own is two levels deep)
+POLICY_MAX_DEPTH = 64
 SPOOL_NAME = "fallback.spool"
 SPOOL_VERSION = 1
 #: the spool's bound: a line that would take the file past it is not written
@@ -78,17 +82,20 @@ def decide(
         return decision
     path = _join(directory, POLICY_NAME)
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(1024 * 1024 + 1)
+        raw = _read_policy(path)
     except FileNotFoundError:
         decision = Decision(False, "no-policy")
         decision.notes.append(f"cloudrunner: no fail policy was published at {path}; failing open")
         return decision
+    except _NotUsable as exc:
+        return _unusable(path, str(exc))
     except OSError as exc:
         return _unusable(path, os_text(exc))
+    if _nesting_over(raw, POLICY_MAX_DEPTH):
+        return _unusable(path, f"nested deeper than {POLICY_MAX_DEPTH} levels")
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return _unusable(path, "not valid JSON")
     if not isinstance(data, dict):
         return _unusable(path, "not a JSON object")
@@ -102,6 +109,61 @@ def decide(
     decision.policy_path = path
     decision.policy_daemon = daemon if isinstance(daemon, str) else None
     return decision
+
+
+class _NotUsable(Exception):
+    """The policy file is there but is not one the client can read (why in the text)."""
+
+
+def _read_policy(path: str) -> bytes:
+    """The policy's bytes, read so that nothing planted in its place can delay the answer:
+    opened without blocking (a FIFO with no writer, or one that never stops writing), used
+    only when it is a regular file (never a FIFO, socket or device such as /dev/zero, also
+    through a symbolic link), and read to at most POLICY_MAX_BYTES."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _NotUsable("not a regular file")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= POLICY_MAX_BYTES:
+            chunk = os.read(fd, POLICY_MAX_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > POLICY_MAX_BYTES:
+            raise _NotUsable(f"larger than {POLICY_MAX_BYTES} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _nesting_over(raw: bytes, limit: int) -> bool:
+    """Whether JSON text nests arrays or objects deeper than `limit` (brackets inside
+    strings do not count). A policy is two levels deep; the check spares the parser a
+    recursion it may not survive."""
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    depth = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > limit:
+                return True
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return False
 
 
 def _unusable(path: str, why: str) -> Decision:

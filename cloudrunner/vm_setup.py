@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -36,6 +37,9 @@ from cloudrunner.sources import LoadedSource, load_sources
 
 #: seconds added to the longest run for the daemon's own work on the event
 MARGIN_S = 30
+#: the longest timeout written for the agent, in seconds (about 24.8 days): a JavaScript
+#: timer holds at most 2**31 - 1 milliseconds, and an agent given more may fire at once
+MAX_AGENT_TIMEOUT_S = (2**31 - 1) // 1000
 #: the compiled client's file name (beside the `cloudrunner` command)
 COMPILED_CLIENT = "cloudrunner-hook"
 #: the clients, preferred first: each takes `hook EVENT`
@@ -139,6 +143,11 @@ def plan(settings: Settings) -> Plan:
 
 
 def _need(event: str, sources: Sequence[LoadedSource], default: float, parallel: int) -> EventNeed:
+    if not _finite_positive(default):
+        raise VmSetupError(
+            f"the default hook timeout {default!r} is not a finite positive number of seconds; "
+            f"give hook_timeout at most {MAX_AGENT_TIMEOUT_S}"
+        )
     run_s = 0.0
     longest: tuple[str, float] | None = None
     closed: list[str] = []
@@ -149,8 +158,10 @@ def _need(event: str, sources: Sequence[LoadedSource], default: float, parallel:
             if entry.definition.type != "command":
                 continue
             seconds = entry.definition.timeout or default
-            timeouts.append(seconds)
             where = f"{source.kind} {source.path}{entry.pointer}"
+            if not _finite_positive(seconds) or seconds > MAX_AGENT_TIMEOUT_S:
+                raise VmSetupError(_timeout_refusal(event, where, seconds))
+            timeouts.append(seconds)
             if longest is None or seconds > longest[1]:
                 longest = (where, seconds)
             if entry.definition.fail_closed:
@@ -158,13 +169,35 @@ def _need(event: str, sources: Sequence[LoadedSource], default: float, parallel:
         if timeouts:
             batches = math.ceil(len(timeouts) / parallel)
             run_s += batches * max(timeouts)
+    needed = max(run_s, default) + MARGIN_S
+    if not math.isfinite(needed) or needed > MAX_AGENT_TIMEOUT_S:
+        where = longest[0] if longest is not None else "the default hook timeout"
+        raise VmSetupError(
+            f"{event}: its hooks, one source after another, can run for {needed:g}s, over the "
+            f"{MAX_AGENT_TIMEOUT_S}s an agent's timeout can hold (the longest is {where}); "
+            "give its hooks shorter timeouts"
+        )
     timeout = math.ceil(max(run_s, default)) + MARGIN_S
     return EventNeed(event, timeout, bool(closed), longest, tuple(closed))
+
+
+def _finite_positive(seconds: float) -> bool:
+    return isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0
+
+
+def _timeout_refusal(event: str, where: str, seconds: float) -> str:
+    shown = "infinite" if math.isinf(seconds) else f"{seconds:g}s"
+    return (
+        f"{event}: the hook {where} has a timeout of {shown}, which no agent's timeout can "
+        f"cover (at most {MAX_AGENT_TIMEOUT_S}s); give it a finite timeout in seconds"
+    )
 
 
 def agent_hooks(needs: Sequence[EventNeed], client: Client, socket: Path) -> dict[str, Any]:
     """The agent's hooks file: one entry per cloud event, calling the client."""
     hooks: dict[str, list[dict[str, Any]]] = {}
+    _writable("the client path", client.argv[0])
+    _writable("the socket path", str(socket))
     for need in needs:
         entry: dict[str, Any] = {
             "command": client.command(need.event, socket),
@@ -178,31 +211,124 @@ def agent_hooks(needs: Sequence[EventNeed], client: Client, socket: Path) -> dic
 
 def systemd_unit(settings: Settings, serve: Sequence[str], user: str | None) -> str:
     """A unit running `serve` (its argv) after the engine, restarted on failure, given
-    longer to stop than the daemon drains."""
+    longer to stop than the daemon drains.
+
+    Every value is written so that systemd reads back exactly what was meant (its quoting,
+    C escapes, `%%` for a specifier's `%`, `$$` for a literal `$` in `ExecStart=` only,
+    where variables expand); a value systemd cannot carry that way (a control character
+    such as a newline, bytes that are not UTF-8) is refused in one line naming it."""
     state = settings.state_dir
+    workspace = str(settings.workspace.path)
+    _writable("the workspace path", workspace)
+    drain = settings.server.drain_timeout_s
+    if not (math.isfinite(drain) and 0 <= drain <= MAX_AGENT_TIMEOUT_S):
+        raise VmSetupError(
+            f"the drain timeout {drain:g}s cannot be written as the unit's TimeoutStopSec=; "
+            f"give server.drain_timeout_s a finite number of seconds (at most "
+            f"{MAX_AGENT_TIMEOUT_S})"
+        )
     lines = [
         "[Unit]",
-        f"Description=cloudrunner: agent hooks for the workspace {settings.workspace.path}",
+        # the path sits inside the line, so a trailing backslash cannot continue it
+        f"Description=cloudrunner: agent hooks for the workspace {_specifiers(workspace)} "
+        "(cloudrunner serve)",
         "Wants=docker.service",
         "After=docker.service network-online.target",
         "",
         "[Service]",
         "Type=simple",
-        "ExecStart=" + " ".join(_unit_word(w) for w in serve),
-        f"Environment={_unit_word(f'CLOUDRUNNER_STATE_DIR={state}')}",
+        "ExecStart=" + " ".join(exec_word(w, first=i == 0) for i, w in enumerate(serve)),
+        "Environment=" + environment_assignment("CLOUDRUNNER_STATE_DIR", str(state)),
         "Restart=on-failure",
         "RestartSec=2",
         "KillSignal=SIGTERM",
-        f"TimeoutStopSec={math.ceil(settings.server.drain_timeout_s) + 15}",
+        f"TimeoutStopSec={math.ceil(drain) + 15}",
         "LimitNOFILE=65536",
     ]
     if user:
+        if not _USER_NAME.fullmatch(user):
+            raise VmSetupError(
+                f"--user {user!r} is not a user name systemd takes (letters, digits, `_`, "
+                "`.`, `-`, not starting with `-` or `.`); give the account's name"
+            )
         lines += [f"User={user}", "SupplementaryGroups=docker"]
-    if state.parent == Path("/var/lib"):
+    if state.parent == Path("/var/lib") and _STATE_NAME.fullmatch(state.name):
         # systemd makes it, owned by the service's user, and keeps it across restarts
         lines += [f"StateDirectory={state.name}", "StateDirectoryMode=0755"]
+    elif state.parent == Path("/var/lib"):
+        raise VmSetupError(
+            f"the state directory {state} has a name StateDirectory= cannot carry as it is "
+            "(only letters, digits, `.`, `_`, `-`); choose a plainer name under /var/lib, "
+            "or a state directory elsewhere"
+        )
     lines += ["", "[Install]", "WantedBy=multi-user.target", ""]
     return "\n".join(lines)
+
+
+_USER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}")
+_STATE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+
+
+def _unwritable_character(text: str) -> str | None:
+    """The first character of `text` a unit line cannot hold as itself, described."""
+    for ch in text:
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:
+            return f"the byte 0x{code - 0xDC00:02x}, which is not UTF-8"
+        if 0xD800 <= code <= 0xDFFF:
+            return f"the lone surrogate U+{code:04X}"
+        if code < 0x20 or 0x7F <= code <= 0x9F:
+            name = {0x0A: "a newline", 0x0D: "a carriage return", 0x09: "a tab",
+                    0x00: "a NUL"}.get(code, "a control character")  # fmt: skip
+            return f"{name} (U+{code:04X})"
+    return None
+
+
+def _writable(what: str, text: str) -> None:
+    """Refuse, in one line naming the character, what systemd cannot read back exactly."""
+    bad = _unwritable_character(text)
+    if bad is not None:
+        raise VmSetupError(
+            f"{what} {text!r} holds {bad}, which cloudrunner does not write into a systemd "
+            "unit; choose a path (or value) without control characters"
+        )
+
+
+def _specifiers(text: str) -> str:
+    """`%` escaped for a setting systemd expands specifiers in."""
+    return text.replace("%", "%%")
+
+
+def _quoted(text: str) -> str:
+    """In systemd's double quotes: `\\` and `"` escaped (C escapes are read back)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def exec_word(word: str, *, first: bool = False) -> str:
+    """A word of `ExecStart=`: `%%` and `$$` (specifiers and variables expand there), and
+    quoted when it holds a blank, a quote, a backslash or a `;` (and, as the program, when
+    it starts with a character systemd reads as a prefix such as `-` or `@`)."""
+    _writable("the command-line word", word)
+    if word == ";":
+        raise VmSetupError("the command-line word ';' would end the unit's command; drop it")
+    escaped = _specifiers(word).replace("$", "$$")
+    if (
+        escaped
+        and not any(c in escaped for c in " \t\"'\\;")
+        and not (first and escaped[0] in "@-:+!")
+    ):
+        return escaped
+    return _quoted(escaped)
+
+
+def environment_assignment(name: str, value: str) -> str:
+    """`NAME=value` for `Environment=`: quoted, `%%` (specifiers expand there), and `$`
+    written as itself (systemd takes it literally in Environment=)."""
+    _writable(f"the value of {name}", value)
+    escaped = _specifiers(f"{name}={value}")
+    if not any(c in escaped for c in " \t\"'\\"):
+        return escaped
+    return _quoted(escaped)
 
 
 def serve_argv(settings: Settings, cloudrunner: str, given: Sequence[str]) -> list[str]:
@@ -218,14 +344,6 @@ def serve_argv(settings: Settings, cloudrunner: str, given: Sequence[str]) -> li
         if flag not in given and value is not None:
             argv += [flag, str(value)]
     return argv
-
-
-def _unit_word(word: str) -> str:
-    """A word of a unit's command line: systemd's quoting, `%` and `$` escaped."""
-    escaped = word.replace("%", "%%").replace("$", "$$")
-    if escaped and not any(c in escaped for c in " \t\"'\\;"):
-        return escaped
-    return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 # ------------------------------------------------------------------------------ check
@@ -277,7 +395,12 @@ def _entry_faults(need: EventNeed, entry: Mapping[str, Any]) -> list[str]:
             f"{need.event}: the client {argv[0]} does not exist or is not executable here"
         )
     timeout = entry.get("timeout")
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool):
+    if isinstance(timeout, float) and not math.isfinite(timeout):
+        faults.append(
+            f"{need.event}: timeout {timeout!r} is not a finite number of seconds (not "
+            f"strict JSON either); write {need.timeout}"
+        )
+    elif not isinstance(timeout, (int, float)) or isinstance(timeout, bool):
         faults.append(
             f"{need.event}: no timeout; the agent's default may end the client before "
             f"its hooks (needs at least {need.timeout}s)"

@@ -19,6 +19,17 @@ So changing a script (or its mode) invalidates an approval as surely as changing
 file. What the digest cannot see is reported (`HooksDigest.unseen`): a command built at run
 time, a variable other than the workspace ones, a line the parser cannot read.
 
+The digest fails closed on those: a command whose targets cannot be known from its text (a
+`cd`, a parameter expansion with a default, `$PWD`, `~`, a variable the worker does not set,
+`eval`, a substitution, a pattern, a word the parser cannot read; `shell_syntax.Uncertain`)
+is not approvable by its command line alone. Each such part has a reach, the repository
+files it may make the command run (`**/scripts/x.sh` after a `cd`, `**` for anything); every
+repository file in that reach must be covered by the digest some other way (the hook
+directory, or the operator's `sources.project_digest_paths`), or the hooks are not
+approvable at all (`HooksDigest.uncovered`, one entry per such hook, saying why). Because
+the check runs whenever the digest is taken, a file added later in that reach makes the
+hooks unapprovable again rather than running unseen.
+
 `cloudrunner hooks digest [DIR]` prints the digest to approve; `--files` lists what it covers
 and what it cannot see. The recipe's version is part of what is hashed: version 2 (this
 one) gives other digests than version 1 (the hooks file and the files named by a
@@ -74,11 +85,52 @@ class CoveredFile:
 
 
 @dataclass(frozen=True)
+class UncoveredHook:
+    """A command hook whose targets cannot be known from its text, with repository files
+    it may run that the digest does not cover: the hooks are not approvable until a
+    digest path covers them."""
+
+    #: where the hook is in the hooks file (`/hooks/stop/0`)
+    pointer: str
+    command: str
+    #: why its targets cannot be known (one line each)
+    reasons: tuple[str, ...]
+    #: some of the repository files it may run that nothing covers
+    files: tuple[str, ...]
+    #: how many such files there are in all
+    count: int
+    #: globs that would cover them (a suggestion for sources.project_digest_paths)
+    suggested: tuple[str, ...]
+
+    def describe(self) -> str:
+        shown = ", ".join(self.files) + (", ..." if self.count > len(self.files) else "")
+        return (
+            f"the hook at {self.pointer} (`{_short(self.command)}`) cannot be approved by its "
+            f"command line alone: {'; '.join(self.reasons)}; it may run {self.count} "
+            f"repository file(s) the digest does not cover ({shown}): cover them with "
+            f"sources.project_digest_paths (for example {', '.join(self.suggested)}), or run "
+            "a script named plainly instead"
+        )
+
+
+def _short(text: str, limit: int = 60) -> str:
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 3] + "..."
+
+
+@dataclass(frozen=True)
 class HooksDigest:
     digest: str
     files: tuple[CoveredFile, ...]
     #: what the digest cannot see (a command built at run time, an unparsable line)
     unseen: tuple[str, ...] = ()
+    #: hooks whose uncertain targets are not covered: while any is, the hooks are not
+    #: approvable (whatever sources.project_digests says)
+    uncovered: tuple[UncoveredHook, ...] = ()
+
+    @property
+    def approvable(self) -> bool:
+        return not self.uncovered
 
     def render(self) -> str:
         lines = [self.digest, f"covers (digest version {DIGEST_VERSION}):"]
@@ -86,8 +138,15 @@ class HooksDigest:
             shown = f"{f.path} -> {f.link} (the link itself)" if f.link is not None else f.path
             lines.append(f"  {f.sha256[:16]}  {'x' if f.executable else '-'}  {shown}")
         if self.unseen:
-            lines.append("cannot see (review these by hand; the digest does not cover them):")
+            lines.append(
+                "cannot see (review these by hand; each needs every file it may run covered):"
+            )
             lines += [f"  {note}" for note in self.unseen]
+        if self.uncovered:
+            lines.append(
+                "not approvable: these hooks need a covered path (sources.project_digest_paths):"
+            )
+            lines += [f"  {hook.describe()}" for hook in self.uncovered]
         return "\n".join(lines)
 
 
@@ -112,11 +171,15 @@ def _candidates(word: str) -> list[str]:
             word = "." + word[len(prefix) :]
             break
     out = [word]
-    if word.startswith("-") and "=" in word:
-        out.append(word.split("=", 1)[1])
+    if (word.startswith("-") or _ASSIGNMENT.match(word)) and "=" in word:
+        value = word.split("=", 1)[1]  # --file=x, and NAME=x (BASH_ENV=x.sh, PATH=a:b)
+        out += [value, *value.split(":")]
     elif word.startswith("-"):
         out = []
     return [w for w in out if w and "://" not in w and "\0" not in w]
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def _resolve(word: str, real_root: str) -> str | None:
@@ -273,17 +336,17 @@ def compute(
     # A Claude Code settings file (`.claude/settings*.json`) is read in Claude's form.
     parse = parse_claude_settings if hooks_file.startswith(".claude/") else parse_hooks_file
     parsed = parse(hooks_bytes, file=hooks_file)
-    commands: Iterable[str] = ()
+    hooks: list[tuple[str, str]] = []  # (pointer, command)
     if parsed.config is not None:
-        commands = [
-            entry.definition.command
+        hooks = [
+            (entry.pointer, entry.definition.command)
             for entries in parsed.config.hooks.values()
             for entry in entries
             if entry.definition.type == "command" and entry.definition.command
         ]
     unseen: list[str] = []
     named: set[str] = set()
-    for command in commands:
+    for _, command in hooks:
         files, notes = named_files(command, root)
         named.update(files)
         unseen += [note for note in notes if note not in unseen]
@@ -303,7 +366,64 @@ def compute(
     h = hashlib.sha256(_RECIPE)
     for f in covered:
         h.update(f"{f.path}\0{f.sha256}\0{int(f.executable)}\n".encode())
-    return HooksDigest(DIGEST_PREFIX + h.hexdigest(), tuple(covered), tuple(unseen))
+    uncovered = _uncovered(root, hooks, {f.path for f in covered})
+    return HooksDigest(DIGEST_PREFIX + h.hexdigest(), tuple(covered), tuple(unseen), uncovered)
+
+
+#: the repository entries the uncovered check lists at most; a bigger tree cannot be
+#: checked, so an uncertain hook in it is not approvable
+MAX_CHECKED_FILES = 100_000
+#: uncovered files named per hook
+_SHOWN_FILES = 3
+
+
+def _uncovered(
+    root: Path, hooks: Sequence[tuple[str, str]], covered: set[str]
+) -> tuple[UncoveredHook, ...]:
+    """The hooks with uncertain parts whose reach holds a repository file not covered."""
+    listing: list[str] | None = None
+    listed = False
+    out: list[UncoveredHook] = []
+    for pointer, command in hooks:
+        uncertain = shell_syntax.parse(command).uncertain
+        if not uncertain:
+            continue
+        if not listed:
+            listing, listed = _listing(root), True
+        reasons = tuple(dict.fromkeys(u.reason for u in uncertain))
+        if listing is None:
+            too_many = f"any of its files (over {MAX_CHECKED_FILES}, too many to check)"
+            out.append(UncoveredHook(pointer, command, reasons, (too_many,), 1, ("**",)))
+            continue
+        patterns = [_pattern(r) for r in dict.fromkeys(r for u in uncertain for r in u.reach)]
+        missing = [name for name in listing
+                   if name not in covered and any(p.match(name) for p in patterns)]  # fmt: skip
+        if missing:
+            out.append(UncoveredHook(pointer, command, reasons, tuple(missing[:_SHOWN_FILES]),
+                                     len(missing), _suggest(missing)))  # fmt: skip
+    return tuple(out)
+
+
+def _listing(root: Path) -> list[str] | None:
+    """Every entry of the repository (files and links; `.git` left out), relative; None
+    when there are more than MAX_CHECKED_FILES."""
+    names: list[str] = []
+    for name in _tree(root, ".", []):
+        names.append(name)
+        if len(names) > MAX_CHECKED_FILES:
+            return None
+    return names
+
+
+def _suggest(missing: Sequence[str]) -> tuple[str, ...]:
+    """Globs covering the files: their directories' trees (a file at the root by name)."""
+    globs: list[str] = []
+    for name in missing:
+        directory = os.path.dirname(name)
+        glob = f"{directory}/**" if directory else name
+        if glob not in globs:
+            globs.append(glob)
+    return tuple(globs[:_SHOWN_FILES])
 
 
 def _entry(root: Path, name: str, unseen: list[str]) -> CoveredFile:

@@ -8,16 +8,22 @@ inside command substitutions; with each command's words (quotes removed, assignm
 included) and the files its redirections name. A `sh -c '...'` (or bash, dash, zsh) string
 is parsed as a command of its own.
 
-What the text alone cannot tell is reported in `unseen`, never dropped: a line bashlex
-cannot parse (bad quoting, `case`, arithmetic), a command built at run time (`$(...)`,
-backquotes, `<(...)`, `eval`), a variable other than the workspace ones (whose value is the
-repository root), `~`, and patterns the shell may expand. Parsing never raises.
+What the text alone cannot tell is reported, never dropped (`uncertain`, and its reasons in
+`unseen`): a line bashlex cannot parse (bad quoting, `case`, arithmetic), a command built at
+run time (`$(...)`, backquotes, `<(...)`, `eval`, `xargs`, an alias, a here-document fed to
+a program), a variable other than the workspace ones (whose value is the repository root)
+or one of those with an operator (`${CURSOR_PROJECT_DIR:-.}`), `$PWD`, `~`, patterns the
+shell may expand, a change of directory (`cd`, `pushd`, `env -C`, `git -C`, ...), a search
+path set by the command (`PATH=...`, `PYTHONPATH=...`) and `python -m`. Each comes with its
+reach: the repository files it may make the command run, as globs (`**` for any file), so
+that the pinned digest can insist those files are covered. Parsing never raises.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +41,34 @@ _BUILT_AT_RUN_TIME = {
     "processsubstitution": "a process substitution builds a command at run time",
 }
 _GLOB = frozenset("*?[")
+#: any file of the repository
+ANYWHERE = ("**",)
+#: commands that change the directory the rest of the line is read in
+_CHANGES_DIRECTORY = frozenset({"cd", "pushd", "popd", "chdir"})
+#: programs whose `-C DIR` runs them in another directory
+_DASH_C_DIRECTORY = frozenset({"env", "git", "make", "gmake", "ninja", "tar", "bmake"})
+_DIRECTORY_OPTIONS = ("--chdir", "--directory", "--cwd", "--working-directory", "--workdir",
+                      "--prefix", "--cd")  # fmt: skip
+#: variables whose value decides where a program, a script or a module is looked up, or
+#: names a file a shell or interpreter runs first
+_SEARCH_VARIABLES = frozenset({
+    "PATH", "CDPATH", "HOME", "PWD", "OLDPWD", "BASH_ENV", "ENV", "PYTHONPATH",
+    "PYTHONSTARTUP", "PYTHONHOME", "NODE_PATH", "NODE_OPTIONS", "PERL5LIB", "PERL5OPT",
+    "RUBYLIB", "RUBYOPT", "LD_PRELOAD", "LD_LIBRARY_PATH", "GIT_DIR", "GIT_WORK_TREE",
+    "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "IFS",
+})  # fmt: skip
+_EXPANSION = re.compile(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$.|~[^/]*")
+
+
+@dataclass(frozen=True)
+class Uncertain:
+    """A part of a command whose targets cannot be known from its text."""
+
+    #: one line naming the part and why
+    reason: str
+    #: the repository files it may make the command run, as globs relative to the
+    #: repository (`**`: any file)
+    reach: tuple[str, ...] = ANYWHERE
 
 
 @dataclass(frozen=True)
@@ -52,6 +86,8 @@ class ParsedCommand:
     other_words: tuple[str, ...]
     #: what the text cannot tell: one line each, naming the part of the command
     unseen: tuple[str, ...]
+    #: the same parts, each with the repository files it may make the command run
+    uncertain: tuple[Uncertain, ...] = ()
 
     @property
     def words(self) -> tuple[str, ...]:
@@ -65,13 +101,19 @@ class _Walk:
     commands: list[SimpleCommand] = field(default_factory=list)
     other_words: list[str] = field(default_factory=list)
     unseen: list[str] = field(default_factory=list)
+    uncertain: dict[str, tuple[str, ...]] = field(default_factory=dict)
     depth: int = 0
     #: the text being parsed (word positions point into it)
     source: str = ""
+    #: the commands that change the directory (or the search path) words are read in,
+    #: each with what it reaches besides the line's words (the directory it moves to)
+    relocated: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
-    def note(self, line: str) -> None:
+    def note(self, line: str, reach: tuple[str, ...] = ANYWHERE) -> None:
         if line not in self.unseen:
             self.unseen.append(line)
+        known = self.uncertain.get(line, ())
+        self.uncertain[line] = (*known, *(r for r in reach if r not in known))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -80,7 +122,55 @@ def parse(command: str) -> ParsedCommand:
     Remembered per command line: a pinned worker digests its hooks on every event."""
     walk = _Walk()
     _parse_into(command, walk)
-    return ParsedCommand(tuple(walk.commands), tuple(walk.other_words), tuple(walk.unseen))
+    if walk.relocated:
+        _relocated_words(walk)
+    uncertain = tuple(Uncertain(reason, reach) for reason, reach in walk.uncertain.items())
+    return ParsedCommand(
+        tuple(walk.commands), tuple(walk.other_words), tuple(walk.unseen), uncertain
+    )
+
+
+def _relocated_words(walk: _Walk) -> None:
+    """After a `cd` (or a search path the command sets) a relative word may name a file in
+    any directory: it reaches `**/WORD`."""
+    words = [w for c in walk.commands for w in (*c.words, *c.redirects)] + walk.other_words
+    reach: list[str] = []
+    for word in words:
+        for value in (word, *_option_values(word)):
+            tail = _relative_tail(value)
+            if tail is not None and f"**/{tail}" not in reach:
+                reach.append(f"**/{tail}")
+    for what, extra in walk.relocated:
+        walk.note(what, (*extra, *reach) or ("**/*",))
+
+
+def _option_values(word: str) -> list[str]:
+    if "=" in word and (word.startswith("-") or _ASSIGNMENT.match(word)):
+        value = word.split("=", 1)[1]
+        return [value, *value.split(":")]
+    return []
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _relative_tail(word: str) -> str | None:
+    """A relative path-like word without its leading `./` and `../` parts (None for an
+    option, an absolute path, a URL, an expansion or nothing)."""
+    if not word or word.startswith(("-", "/")) or "://" in word or "$" in word or "\0" in word:
+        return None
+    parts = [p for p in os.path.normpath(word).split("/") if p not in ("", ".", "..")]
+    return "/".join(parts) or None
+
+
+def _expansion_reach(text: str) -> tuple[str, ...]:
+    """What a word that starts with something known only at run time (a variable, `~`)
+    may name: the literal path after the last expansion, in any directory."""
+    tail = _EXPANSION.split(text)[-1]
+    if not tail.startswith("/"):
+        return ANYWHERE
+    rest = _relative_tail(tail.lstrip("/"))
+    return (f"**/{rest}",) if rest else ANYWHERE
 
 
 def _shown(text: str, limit: int = 60) -> str:
@@ -144,6 +234,7 @@ def _text_of(node: Any) -> str:
 def _command(node: Any, walk: _Walk) -> None:
     words: list[str] = []
     redirects: list[str] = []
+    heredocs: list[str] = []
     for part in node.parts:
         kind = getattr(part, "kind", None)
         if kind in ("word", "assignment"):
@@ -152,10 +243,16 @@ def _command(node: Any, walk: _Walk) -> None:
             target = _redirect(part, walk)
             if target is not None:
                 redirects.append(target)
+            heredoc = getattr(part, "heredoc", None)
+            if heredoc is not None:
+                heredocs.append(str(getattr(heredoc, "value", "")))
         else:
             _node(part, walk)
     walk.commands.append(SimpleCommand(tuple(words), tuple(redirects)))
     _runs_a_string(words, walk)
+    _changes_where_words_are_read(words, walk)
+    for text in heredocs:
+        _here_document(words, text, walk)
 
 
 def _redirect(node: Any, walk: _Walk) -> str | None:
@@ -174,16 +271,30 @@ def _word(node: Any, walk: _Walk) -> str:
         if kind == "parameter":
             name = str(part.value)
             if name not in WORKSPACE_VARIABLES:
-                walk.note(f"`{_shown(text)}`: ${name} is known only at run time")
+                shown = f"${name}" if name.isidentifier() else f"${{{name}}}"
+                why = (
+                    "is a parameter expansion with an operator, whose value is known only at "
+                    "run time"
+                    if not name.isidentifier() and name.isprintable()
+                    else "is known only at run time"
+                )
+                walk.note(f"`{_shown(text)}`: {shown} {why}", _expansion_reach(text))
         elif kind == "tilde":
-            walk.note(f"`{_shown(text)}`: ~ is the hook's HOME, outside the repository")
+            walk.note(
+                f"`{_shown(text)}`: ~ is the hook's HOME, known only at run time",
+                _expansion_reach(text),
+            )
         elif kind in _BUILT_AT_RUN_TIME:
             walk.note(f"`{_shown(text)}`: {_BUILT_AT_RUN_TIME[kind]}")
             _node(part.command, walk)
         else:
             _node(part, walk)
     if _GLOB & set(text) and node.kind == "word":
-        walk.note(f"`{_shown(text)}` may be a pattern the shell expands to file names")
+        tail = _relative_tail(text)
+        walk.note(
+            f"`{_shown(text)}` may be a pattern the shell expands to file names",
+            (f"**/{tail}",) if tail and not text.startswith("/") else ANYWHERE,
+        )
     return text
 
 
@@ -227,6 +338,11 @@ def _runs_a_string(words: list[str], walk: _Walk) -> None:
     if program == "eval":
         walk.note(f"`{_shown(' '.join(plain))}`: eval runs a command built at run time")
         return
+    if program in ("alias", "xargs", "fc", "trap", "enable", "hash"):
+        walk.note(f"`{_shown(' '.join(plain))}`: {program} makes a command the text does not show")
+        return
+    if program.startswith("python") and "-m" in plain[1:]:
+        walk.note(f"`{_shown(' '.join(plain))}`: python -m runs a module found on its search path")
     if program not in _SHELLS:
         return
     for i, word in enumerate(plain[1:-1], start=1):
@@ -240,3 +356,100 @@ def _runs_a_string(words: list[str], walk: _Walk) -> None:
             finally:
                 walk.depth -= 1
             return
+
+
+def _changes_where_words_are_read(words: list[str], walk: _Walk) -> None:
+    """A `cd` (or `pushd`, `env -C DIR`, `git -C DIR`, `--chdir=DIR`, ...) anywhere in the
+    line, or a search path it sets (`PATH=...`, `PYTHONPATH=...`, `export PATH=...`): the
+    line's relative words may then name files in any directory, and a program run there
+    may read any file of the directory it moved to."""
+    shown = _shown(" ".join(words))
+    for word in words:
+        match = _ASSIGNMENT.match(word)
+        if match and word[: match.end() - 1] in _SEARCH_VARIABLES:
+            name = word[: match.end() - 1]
+            value = word[match.end() :]
+            extra = tuple(_directory_reach(d) for d in value.split(":") if d)
+            walk.relocated.append((f"`{shown}`: it sets ${name}, which decides what runs",
+                                   extra))  # fmt: skip
+            return
+    plain = [w for w in words if not _ASSIGNMENT.match(w)]
+    if not plain:
+        return
+    program = os.path.basename(plain[0])
+    if program in _CHANGES_DIRECTORY:
+        targets = [w for w in plain[1:] if not w.startswith("-")][:1]
+        # `cd` alone is HOME, `cd -` the last directory; `popd` goes back to a `pushd`'s
+        extra = tuple(_directory_reach(t) for t in targets) or (
+            () if program == "popd" else ANYWHERE
+        )
+        walk.relocated.append(
+            (f"`{shown}`: {program} changes the directory the command's other words are "
+             "read in", extra)
+        )  # fmt: skip
+        return
+    for i, word in enumerate(plain[1:], start=1):
+        option = word.split("=", 1)[0]
+        if (program in _DASH_C_DIRECTORY and word.startswith("-C")) or option in (
+            _DIRECTORY_OPTIONS
+        ):
+            if "=" in word:
+                target = word.split("=", 1)[1]
+            elif word not in ("-C", *_DIRECTORY_OPTIONS):
+                target = word[2:]
+            else:
+                target = plain[i + 1] if i + 1 < len(plain) else ""
+            walk.relocated.append(
+                (f"`{shown}`: {option} runs {program} in another directory",
+                 (_directory_reach(target),))
+            )  # fmt: skip
+            return
+    if program in _READS_BY_CONVENTION:
+        walk.note(
+            f"`{shown}`: {program} runs what repository files it finds by convention say "
+            "(a Makefile, package.json, test files, ...)"
+        )
+
+
+#: programs that run what files they find in the repository say, not files the command
+#: names: a Makefile, package.json's scripts, test files, a build file, a task file
+_READS_BY_CONVENTION = frozenset({
+    "make", "gmake", "bmake", "npm", "yarn", "pnpm", "bun", "npx", "pnpx", "bunx", "deno",
+    "just", "task", "rake", "tox", "nox", "pytest", "py.test", "cargo", "go", "gradle",
+    "gradlew", "mvn", "mvnw", "poetry", "uv", "pipenv", "pre-commit", "composer", "invoke",
+    "bundle", "ant", "sbt", "mix", "dotnet", "cmake", "ninja", "meson", "bazel", "buck",
+    "lefthook", "husky", "turbo", "nx", "lerna", "jest", "vitest", "mocha", "phpunit",
+})  # fmt: skip
+
+
+def _directory_reach(target: str) -> str:
+    """What moving into `target` reaches: its whole tree when it is a plain relative
+    directory (or one under the workspace variable), else any file of the repository."""
+    for name in sorted(WORKSPACE_VARIABLES):
+        for prefix in (f"${name}", f"${{{name}}}"):
+            if target == prefix or target.startswith(prefix + "/"):
+                target = "." + target[len(prefix) :]
+    tail = _relative_tail(target)
+    if tail is None or ".." in target.split("/") or _GLOB & set(target):
+        return "**"
+    return f"{tail}/**"
+
+
+def _here_document(words: list[str], text: str, walk: _Walk) -> None:
+    """A here-document fed to a shell is parsed as its script; fed to anything else, it is
+    text that program may run."""
+    plain = [w for w in words if not _ASSIGNMENT.match(w)]
+    program = os.path.basename(plain[0]) if plain else ""
+    body = text.rsplit("\n", 1)[0] if "\n" in text else ""
+    if program in _SHELLS and walk.depth < MAX_NESTING:
+        walk.depth += 1
+        try:
+            _parse_into(body, walk)
+        finally:
+            walk.depth -= 1
+        return
+    if program in ("cat", "echo", "printf", "tee", "true", ":"):
+        return
+    walk.note(
+        f"`{_shown(' '.join(words))} <<...`: a here-document is text {program or 'it'} may run"
+    )

@@ -504,6 +504,16 @@ def _pinned(
     # The source's version is the digest from here on (it is what a conversation has seen
     # and what records name), so a changed script counts as a new version of the source.
     version = digest.removeprefix(pinning.DIGEST_PREFIX)
+    if not computed.approvable:  # fails closed: what it may run is not all covered
+        note = error(
+            "project-digest-uncovered",
+            "the project hooks are pinned and cannot be approved by their digest: "
+            + "; ".join(hook.describe() for hook in computed.uncovered),
+            file=file,
+        )
+        return replace(
+            loaded, status=SourceStatus.SKIPPED, sha256=version, hooks={}, diagnostics=(note,)
+        )
     if digest in approved:
         unseen = "; ".join(computed.unseen)
         note = info(

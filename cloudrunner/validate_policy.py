@@ -126,12 +126,24 @@ def source_diagnostics(
         out.append(
             warning(
                 "project-digest-unseen",
-                "the pinned digest cannot see part of these commands (review it by hand, "
-                "or move it into a script under .cursor/hooks/): " + "; ".join(computed.unseen),
+                "the pinned digest cannot see part of these commands (each needs every file "
+                "it may run covered by the digest; review it by hand, or move it into a "
+                "script under .cursor/hooks/): " + "; ".join(computed.unseen),
                 file=file,
             )
         )
-    if digest in approved:
+    for hook in computed.uncovered:
+        out.append(
+            error(
+                "project-digest-uncovered",
+                hook.describe() + "; until then these hooks do not load, approved or not",
+                file=file,
+                pointer=f"{hook.pointer}/command",
+            )
+        )
+    if computed.uncovered:
+        pass  # not approvable: whether the digest is listed does not matter
+    elif digest in approved:
         out.append(
             info("project-approved", f"project hooks digest {digest} is approved", file=file)
         )

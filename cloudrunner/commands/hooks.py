@@ -1,7 +1,9 @@
 """`cloudrunner hooks digest`: print the digest of a repository's project hooks, to approve
 in `sources.project_digests` (the digest itself is cloudrunner/pinning.py); `--files` lists
 what it covers and what it cannot see (a command built at run time, a line that cannot be
-parsed), which a reviewer must read by hand."""
+parsed), which a reviewer must read by hand. A hook whose targets cannot be known from its
+command line makes the hooks unapprovable until a digest path covers every file it may run:
+the command says which hooks and why on stderr, and exits 1."""
 
 from __future__ import annotations
 
@@ -31,7 +33,12 @@ def add_digest_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--files", action="store_true",
-        help="also list every file the digest covers and what it cannot see",
+        help="also list every file the digest covers, what it cannot see, and the hooks "
+        "that need a covered path: a digest covers the hooks file, the files a command "
+        "names and .cursor/hooks/; a command whose targets its text cannot tell (a cd, "
+        "$PWD, ${VAR:-default}, an unset variable, eval, $(...), a pattern, an unparsable "
+        "word) is approvable only when --path or sources.project_digest_paths covers every "
+        "file it may run",
     )  # fmt: skip
     parser.add_argument(
         "--path", action="append", default=[], metavar="GLOB",
@@ -75,7 +82,19 @@ def digest_command(args: argparse.Namespace) -> int:
         raise DigestError(f"--path: {exc}") from None
     globs = [*load_settings(args.config).sources.project_digest_paths, *extra]
     result = compute(root, data, relative, extra_paths=globs)
-    print(result.render() if args.files else result.digest)
+    if args.files:
+        print(result.render())
+    elif result.approvable:
+        print(result.digest)
+    if not result.approvable:
+        for hook in result.uncovered:
+            print(f"cloudrunner: {hook.describe()}", file=sys.stderr)
+        print(
+            f"cloudrunner: {path}: not approvable until every file these hooks may run is "
+            "covered (a pinned worker does not load them, whatever its approved digests)",
+            file=sys.stderr,
+        )
+        return 1
     if result.unseen and not args.files:
         print(
             f"note: the digest cannot see {len(result.unseen)} part(s) of the commands "

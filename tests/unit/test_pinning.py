@@ -194,12 +194,14 @@ def test_what_the_digest_cannot_see_is_listed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = repo(tmp_path, ["$(cat .cursor/hooks/a.sh)", "eval $CMD", "echo 'unbalanced"])
-    assert main(["hooks", "digest", "--files", str(root)]) == 0
+    # each may run any file: not approvable until every file is covered (fails closed)
+    assert main(["hooks", "digest", "--files", str(root)]) == 1
     out = capsys.readouterr().out
     assert "cannot see" in out
     assert "command substitution" in out and "eval" in out and "$CMD" in out
     assert "cannot be parsed" in out
-    assert main(["hooks", "digest", str(root)]) == 0
+    assert out.count("cannot be approved by its command line alone") == 3
+    assert main(["hooks", "digest", "--path", "**", str(root)]) == 0
     assert "--files` lists them" in capsys.readouterr().err
 
 

@@ -226,3 +226,15 @@ def test_any_command_gives_a_digest_and_an_uncertain_one_may_not_pass_unseen(
     if anywhere:
         assert not got.approvable
     assert got.approvable is (got.uncovered == ())
+
+
+def test_validate_marks_every_hook_of_an_unapprovable_file_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _repo(tmp_path, '"$PWD"/scripts/x.sh')
+    config = tmp_path / "pinned.toml"
+    config.write_text(f'[sources]\nproject_digests = ["{_digest(root).digest}"]\n')
+    main(["validate", "--format", "json", "--no-image-check", "--config", str(config), str(root)])
+    (file,) = json.loads(capsys.readouterr().out)["files"]
+    verdicts = {h["verdict"] for h in file["hooks"]}
+    assert verdicts == {"skipped"}, file["hooks"]

@@ -347,8 +347,7 @@ _FILE_REFUSED = {
     "source-not-allowed": "its source is not in sources.allowed",
     "project-not-approved": "the project hooks digest is not approved",
     "project-digest-failed": "the project hooks digest cannot be computed",
-    "project-digest-uncovered": "a hook may run repository files the pinned digest does not "
-    "cover",
+    "project-digest-uncovered": "a hook may run repository files the pinned digest does not cover",
 }
 
 

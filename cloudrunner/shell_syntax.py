@@ -41,6 +41,8 @@ _BUILT_AT_RUN_TIME = {
     "processsubstitution": "a process substitution builds a command at run time",
 }
 _GLOB = frozenset("*?[")
+#: a word the shell may expand as a pattern: `*`, `?`, or a bracket expression
+_PATTERN = re.compile(r"[*?]|\[[^\]/]*\]")
 #: any file of the repository
 ANYWHERE = ("**",)
 #: commands that change the directory the rest of the line is read in
@@ -57,6 +59,10 @@ _SEARCH_VARIABLES = frozenset({
     "RUBYLIB", "RUBYOPT", "LD_PRELOAD", "LD_LIBRARY_PATH", "GIT_DIR", "GIT_WORK_TREE",
     "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "IFS",
 })  # fmt: skip
+#: a workspace variable's name anywhere but right after `$` or `${`
+_WORKSPACE_NAMED = re.compile(
+    r"(?<![$\w])(?<!\$\{)(?:" + "|".join(sorted(WORKSPACE_VARIABLES)) + r")(?!\w)"
+)
 _EXPANSION = re.compile(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$.|~[^/]*")
 
 
@@ -105,6 +111,9 @@ class _Walk:
     depth: int = 0
     #: the text being parsed (word positions point into it)
     source: str = ""
+    #: whether the workspace variables keep their value (the line never names them other
+    #: than to expand them: no `NAME=`, `export NAME`, `read NAME`, `for NAME in`)
+    workspace_fixed: bool = True
     #: the commands that change the directory (or the search path) words are read in,
     #: each with what it reaches besides the line's words (the directory it moves to)
     relocated: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
@@ -121,6 +130,12 @@ def parse(command: str) -> ParsedCommand:
     """Every simple command of `command`, and what cannot be seen in it (never raises).
     Remembered per command line: a pinned worker digests its hooks on every event."""
     walk = _Walk()
+    walk.workspace_fixed = not _WORKSPACE_NAMED.search(command)
+    if not walk.workspace_fixed:
+        walk.note(
+            f"`{_shown(command)}` names a workspace variable other than to expand it: the "
+            "line may set it to another directory"
+        )
     _parse_into(command, walk)
     if walk.relocated:
         _relocated_words(walk)
@@ -161,6 +176,12 @@ def _relative_tail(word: str) -> str | None:
         return None
     parts = [p for p in os.path.normpath(word).split("/") if p not in ("", ".", "..")]
     return "/".join(parts) or None
+
+
+def _pattern_reach(text: str) -> tuple[str, ...]:
+    """What a relative pattern may name, in any directory (any file when absolute)."""
+    tail = _relative_tail(text)
+    return (f"**/{tail}",) if tail and not text.startswith("/") else ANYWHERE
 
 
 def _expansion_reach(text: str) -> tuple[str, ...]:
@@ -269,8 +290,10 @@ def _word(node: Any, walk: _Walk) -> str:
     for part in getattr(node, "parts", None) or ():
         kind = getattr(part, "kind", None)
         if kind == "parameter":
-            name = str(part.value)
-            if name not in WORKSPACE_VARIABLES:
+            name = str(getattr(part, "value", "") or "")
+            if not name:  # $'...' or $"...": quoting bashlex does not read
+                walk.note(f"`{_shown(text)}`: $'...' quoting is not read by the parser")
+            elif name not in WORKSPACE_VARIABLES or not walk.workspace_fixed:
                 shown = f"${name}" if name.isidentifier() else f"${{{name}}}"
                 why = (
                     "is a parameter expansion with an operator, whose value is known only at "
@@ -289,13 +312,28 @@ def _word(node: Any, walk: _Walk) -> str:
             _node(part.command, walk)
         else:
             _node(part, walk)
-    if _GLOB & set(text) and node.kind == "word":
-        tail = _relative_tail(text)
+    raw = _raw(node, walk.source)
+    if node.kind == "word" and _BRACES.search(raw if raw is not None else text):
+        walk.note(
+            f"`{_shown(text)}` may be a brace expansion that makes other words",
+            _pattern_reach(_BRACES.sub("*", text)),
+        )
+    if node.kind == "word" and _PATTERN.search(text):
         walk.note(
             f"`{_shown(text)}` may be a pattern the shell expands to file names",
-            (f"**/{tail}",) if tail and not text.startswith("/") else ANYWHERE,
+            _pattern_reach(text),
         )
     return text
+
+
+_BRACES = re.compile(r"\{[^{}\s]*(?:,|\.\.)[^{}\s]*\}")
+
+
+def _raw(node: Any, source: str) -> str | None:
+    pos = getattr(node, "pos", None)
+    if not isinstance(pos, tuple) or len(pos) != 2:
+        return None
+    return source[pos[0] : pos[1]]
 
 
 def _unquoted(node: Any, source: str) -> str | None:
@@ -329,33 +367,106 @@ def _unquoted(node: Any, source: str) -> str | None:
     return None if quote else "".join(out)
 
 
+#: programs that run a command string given as an argument (not as a path)
+_RUNS_ITS_STRING = frozenset({
+    "alias", "xargs", "fc", "trap", "enable", "hash", "watch", "su", "runuser", "flock",
+    "script", "parallel", "entr", "nodemon", "osascript", "expect", "tclsh", "wish", "at",
+    "batch", "crontab",
+})  # fmt: skip
+#: interpreters and the options after which their argument is code, not a file
+_INLINE_CODE = {
+    "python": ("-c",),
+    "pypy": ("-c",),
+    "node": ("-e", "--eval", "-p", "--print", "-r", "--require", "--import", "--loader",
+             "--experimental-loader"),
+    "nodejs": ("-e", "--eval", "-p", "--print", "-r", "--require", "--import"),
+    "bun": ("-e", "--eval", "-p", "--print", "-r", "--preload"),
+    "deno": ("eval",),
+    "perl": ("-e", "-E", "-M", "-m"),
+    "ruby": ("-e", "-r"),
+    "php": ("-r", "-B", "-R", "-E"),
+    "lua": ("-e", "-l"),
+    "luajit": ("-e", "-l"),
+    "Rscript": ("-e",),
+}  # fmt: skip
+_AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
+#: awk runs a command through system(), a pipe to or from a string, or `getline`
+_AWK_RUNS = re.compile(r"system\s*\(|\||getline")
+#: sed's `e` command and `s///e` flag run a command
+_SED_RUNS = re.compile(
+    r"(?:^|[;\n{}])\s*(?:(?:\d+|\$|/[^/]*/)(?:\s*,\s*(?:\d+|\$|/[^/]*/))?)?\s*!?\s*e(?:\s|$|;)"
+    r"|s(.)(?:(?!\1).|\\.)*\1(?:(?!\1).|\\.)*\1[a-zA-Z0-9]*e"
+)
+
+
 def _runs_a_string(words: list[str], walk: _Walk) -> None:
-    """`eval ...` is reported; `sh -c STRING` has STRING parsed as a command."""
+    """`eval ...` and the programs that run a string are reported; `sh -c STRING`, also
+    after a wrapper (`env`, `nohup`, `timeout 5`, `find -exec`), has STRING parsed as a
+    command."""
     plain = [w for w in words if "=" not in w.split("/", 1)[0]]
     if not plain:
         return
+    shown = _shown(" ".join(plain))
     program = os.path.basename(plain[0])
     if program == "eval":
-        walk.note(f"`{_shown(' '.join(plain))}`: eval runs a command built at run time")
+        walk.note(f"`{shown}`: eval runs a command built at run time")
         return
-    if program in ("alias", "xargs", "fc", "trap", "enable", "hash"):
-        walk.note(f"`{_shown(' '.join(plain))}`: {program} makes a command the text does not show")
-        return
+    if program in _RUNS_ITS_STRING:
+        walk.note(f"`{shown}`: {program} makes a command the text does not show")
     if program.startswith("python") and "-m" in plain[1:]:
-        walk.note(f"`{_shown(' '.join(plain))}`: python -m runs a module found on its search path")
-    if program not in _SHELLS:
-        return
-    for i, word in enumerate(plain[1:-1], start=1):
-        if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
-            if walk.depth >= MAX_NESTING:
-                walk.note(f"`{_shown(plain[i + 1])}`: nested deeper than {MAX_NESTING} shells")
+        walk.note(f"`{shown}`: python -m runs a module found on its search path")
+    _inline_code(program, plain, shown, walk)
+    for start, word in enumerate(plain):
+        if os.path.basename(word) in _SHELLS:
+            _shell_string(plain, start, walk)
+
+
+def _inline_code(program: str, plain: list[str], shown: str, walk: _Walk) -> None:
+    """An interpreter given code on its command line (`python -c`, `node -e`, an awk
+    program that calls system(), a sed script with `e`): the code may run anything."""
+    base = re.sub(r"[0-9.]+$", "", program)
+    options = _INLINE_CODE.get(base)
+    if options is not None:
+        for word in plain[1:]:
+            if word in options or any(word.startswith(o + "=") for o in options if o[:2] == "--"):
+                walk.note(f"`{shown}`: {program} {word} runs code given on its command line")
                 return
-            walk.depth += 1
-            try:
-                _parse_into(plain[i + 1], walk)
-            finally:
-                walk.depth -= 1
+            short = [o[1] for o in options if len(o) == 2 and o[0] == "-"]
+            if word.startswith("-") and not word.startswith("--") and set(word[1:]) & set(short):
+                walk.note(f"`{shown}`: {program} {word} runs code given on its command line")
+                return
+    if base in ("pwsh", "powershell") and not any(w.lower() in ("-file", "-f") for w in plain[1:]):
+        walk.note(f"`{shown}`: {program} without -File runs a command given as text")
+    programs = [w for w in plain[1:] if not w.startswith("-")]
+    if base in _AWKS and "-f" not in plain[1:] and any(_AWK_RUNS.search(w) for w in programs):
+        walk.note(f"`{shown}`: its awk program runs a command")
+    if base == "sed" and any(_SED_RUNS.search(w) for w in plain[1:]):
+        walk.note(f"`{shown}`: its sed script runs a command (`e`)")
+
+
+def _shell_string(plain: list[str], start: int, walk: _Walk) -> None:
+    """The string after a shell's `-c` (`sh -c STRING`, `bash -xc STRING`, `sh -c -- S`)."""
+    i = start + 1
+    while i < len(plain) and plain[i].startswith("-"):
+        word = plain[i]
+        i += 1
+        if word.startswith("--") or "c" not in word[1:]:
+            if word in ("-o", "+o", "-O", "+O"):
+                i += 1  # the option's argument
+            continue
+        while i < len(plain) and plain[i] == "--":
+            i += 1
+        if i >= len(plain):
             return
+        if walk.depth >= MAX_NESTING:
+            walk.note(f"`{_shown(plain[i])}`: nested deeper than {MAX_NESTING} shells")
+            return
+        walk.depth += 1
+        try:
+            _parse_into(plain[i], walk)
+        finally:
+            walk.depth -= 1
+        return
 
 
 def _changes_where_words_are_read(words: list[str], walk: _Walk) -> None:
@@ -404,6 +515,8 @@ def _changes_where_words_are_read(words: list[str], walk: _Walk) -> None:
                  (_directory_reach(target),))
             )  # fmt: skip
             return
+    if program in _RUNS_A_NAMED_FILE and _names_a_file(plain[1:]):
+        return
     if program in _READS_BY_CONVENTION:
         walk.note(
             f"`{shown}`: {program} runs what repository files it finds by convention say "
@@ -420,6 +533,20 @@ _READS_BY_CONVENTION = frozenset({
     "bundle", "ant", "sbt", "mix", "dotnet", "cmake", "ninja", "meson", "bazel", "buck",
     "lefthook", "husky", "turbo", "nx", "lerna", "jest", "vitest", "mocha", "phpunit",
 })  # fmt: skip
+
+
+#: of those, the ones that run a file when given its path (`bun x.ts`, `deno run x.ts`)
+_RUNS_A_NAMED_FILE = frozenset({"bun", "deno", "uv", "go", "poetry", "pipenv", "dotnet"})
+_SCRIPT_SUFFIXES = (".ts", ".tsx", ".js", ".mjs", ".cjs", ".py", ".sh", ".go", ".cs", ".rb")
+
+
+def _names_a_file(arguments: list[str]) -> bool:
+    """Whether the first argument that is neither an option nor `run` is a script path."""
+    for word in arguments:
+        if word.startswith("-") or word == "run":
+            continue
+        return "/" in word or word.endswith(_SCRIPT_SUFFIXES)
+    return False
 
 
 def _directory_reach(target: str) -> str:

@@ -58,6 +58,28 @@ FORMS = {
     "heredoc-to-python": ("python3 <<EOF\nimport scripts.x\nEOF", "**"),
     "unparsable": ("case x in a) ./scripts/x.sh;; esac", "**"),
     "arithmetic": ("echo $((1)) && sh scripts/x.sh", "**"),
+    "ansi-c-quoting": ("sh $'scripts/x.sh'", "**"),
+    "brace-expansion": ("sh scripts/{x,y}.sh", "scripts/**"),
+    "wrapped-shell-string": ('env sh -c "cd scripts && ./x.sh"', "scripts/**"),
+    "nohup-shell-options": ('nohup bash -o errexit -c "cd scripts; ./x.sh"', "scripts/**"),
+    "shell-string-after-dashes": ('bash -c -- "cd scripts && ./x.sh"', "scripts/**"),
+    "find-exec-shell": ("find . -name x.sh -exec sh -c 'cd scripts; ./x.sh' \\;", "scripts/**"),
+    "workspace-variable-set": ("CURSOR_PROJECT_DIR=scripts; $CURSOR_PROJECT_DIR/x.sh", "**"),
+    "workspace-variable-loop": (
+        "for CURSOR_PROJECT_DIR in scripts; do $CURSOR_PROJECT_DIR/x.sh; done",
+        "**",
+    ),
+    "export-workspace-variable": (
+        'export CLAUDE_PROJECT_DIR="$CLAUDE_PROJECT_DIR/scripts"; sh "$CLAUDE_PROJECT_DIR/x.sh"',
+        "**",
+    ),
+    "python-c": ("python3 -c \"import runpy; runpy.run_path('scripts/x.sh')\"", "**"),
+    "node-e": ("node -e \"require('child_process').execSync('sh scripts/x.sh')\"", "**"),
+    "perl-bundled-e": ("perl -ne 'system q{sh scripts/x.sh}' /dev/null", "**"),
+    "awk-system": ("awk 'BEGIN { system(\"sh scripts/x.sh\") }'", "**"),
+    "sed-e-command": ("sed -n '1e sh scripts/x.sh' .cursor/hooks.json", "**"),
+    "watch": ("watch -n1 'sh scripts/x.sh'", "**"),
+    "trap": ("trap 'sh scripts/x.sh' EXIT", "**"),
 }
 
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -126,5 +127,48 @@ func TestTheSpoolIsBoundedAndSaysWhenItCannotRecord(t *testing.T) {
 	}
 	if note := appendSpool("", line); !strings.Contains(note, "not recorded in a fallback spool") {
 		t.Fatalf("TCP: %q", note)
+	}
+}
+
+func TestAnUnusablePolicyIsNamedWithoutBlocking(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, policyName)
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// a FIFO with no writer would block a plain open; it is not a regular file
+	if d := decide("preToolUse", "", "", dir); d.closed || !strings.Contains(d.notes[0],
+		"is not usable (not a regular file); failing open") {
+		t.Fatalf("fifo: %+v", d)
+	}
+	os.Remove(path)
+	if err := os.Symlink("/dev/zero", path); err != nil {
+		t.Fatal(err)
+	}
+	if d := decide("preToolUse", "", "", dir); !strings.Contains(d.notes[0], "(not a regular file)") {
+		t.Fatalf("/dev/zero: %+v", d)
+	}
+	os.Remove(path)
+	if err := os.WriteFile(path, []byte(strings.Repeat("[", 200000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d := decide("preToolUse", "", "", dir); !strings.Contains(d.notes[0], "(nested deeper than 64 levels)") {
+		t.Fatalf("deep: %+v", d)
+	}
+	if err := os.WriteFile(path, make([]byte, policyMaxBytes+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d := decide("preToolUse", "", "", dir); !strings.Contains(d.notes[0], "(larger than 1048576 bytes)") {
+		t.Fatalf("huge: %+v", d)
+	}
+}
+
+func TestNestingIgnoresBracketsInStrings(t *testing.T) {
+	inString := `{"a": "` + strings.Repeat("[", 100) + `\"` + `"}`
+	if nestingOver([]byte(inString), 64) {
+		t.Fatal("brackets inside a string counted")
+	}
+	if !nestingOver([]byte(strings.Repeat("[", 65)), 64) || nestingOver([]byte(strings.Repeat("[", 64)), 64) {
+		t.Fatal("the bound is off")
 	}
 }

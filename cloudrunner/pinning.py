@@ -395,9 +395,9 @@ def _uncovered(
             too_many = f"any of its files (over {MAX_CHECKED_FILES}, too many to check)"
             out.append(UncoveredHook(pointer, command, reasons, (too_many,), 1, ("**",)))
             continue
-        patterns = [_pattern(r) for r in dict.fromkeys(r for u in uncertain for r in u.reach)]
-        missing = [name for name in listing
-                   if name not in covered and any(p.match(name) for p in patterns)]  # fmt: skip
+        reach = dict.fromkeys(r for u in uncertain for r in u.reach)
+        pattern = re.compile("|".join(f"(?:{_pattern(r).pattern})" for r in reach))
+        missing = [name for name in listing if pattern.match(name) and name not in covered]
         if missing:
             out.append(UncoveredHook(pointer, command, reasons, tuple(missing[:_SHOWN_FILES]),
                                      len(missing), _suggest(missing)))  # fmt: skip
@@ -405,11 +405,23 @@ def _uncovered(
 
 
 def _listing(root: Path) -> list[str] | None:
-    """Every entry of the repository (files and links; `.git` left out), relative; None
-    when there are more than MAX_CHECKED_FILES."""
+    """Every entry of the repository (files, and links listed, never followed; `.git` left
+    out), relative; None when there are more than MAX_CHECKED_FILES."""
+    real_root = os.path.realpath(root)
+    cut = len(real_root) + 1
     names: list[str] = []
-    for name in _tree(root, ".", []):
-        names.append(name)
+    for directory, dirs, files in os.walk(real_root, followlinks=False):
+        prefix = directory[cut:] + "/" if len(directory) >= cut else ""
+        keep = []
+        for d in dirs:
+            if d == ".git":
+                continue
+            if os.path.islink(os.path.join(directory, d)):
+                names.append(prefix + d)
+            else:
+                keep.append(d)
+        dirs[:] = keep
+        names += [prefix + f for f in files]
         if len(names) > MAX_CHECKED_FILES:
             return None
     return names

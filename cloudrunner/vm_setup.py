@@ -256,10 +256,11 @@ def systemd_unit(settings: Settings, serve: Sequence[str], user: str | None) -> 
         # systemd makes it, owned by the service's user, and keeps it across restarts
         lines += [f"StateDirectory={state.name}", "StateDirectoryMode=0755"]
     elif state.parent == Path("/var/lib"):
+        bad = next((c for c in state.name if not _STATE_NAME.fullmatch(c)), state.name[:1])
         raise VmSetupError(
-            f"the state directory {state} has a name StateDirectory= cannot carry as it is "
-            "(only letters, digits, `.`, `_`, `-`); choose a plainer name under /var/lib, "
-            "or a state directory elsewhere"
+            f"the state directory {str(state)!r} has a name StateDirectory= cannot carry as "
+            f"it is ({bad!r}; only letters, digits, `.`, `_`, `-`); choose a plainer name "
+            "under /var/lib, or a state directory elsewhere"
         )
     lines += ["", "[Install]", "WantedBy=multi-user.target", ""]
     return "\n".join(lines)
@@ -412,7 +413,7 @@ def _entry_faults(need: EventNeed, entry: Mapping[str, Any]) -> list[str]:
             else "a hook runs for up to the default hook timeout"
         )
         faults.append(
-            f"{need.event}: timeout {timeout:g}s is shorter than cloudrunner needs "
+            f"{need.event}: timeout {_seconds(timeout)}s is shorter than cloudrunner needs "
             f"({need.timeout}s): {longest}"
         )
     if need.fail_closed and entry.get("failClosed") is not True:
@@ -421,6 +422,13 @@ def _entry_faults(need: EventNeed, entry: Mapping[str, Any]) -> list[str]:
             "cannot answer would let the event through"
         )
     return faults
+
+
+def _seconds(value: float) -> str:
+    """A number of seconds for a message (an integer too large for a float said so)."""
+    if isinstance(value, int) and abs(value) >= 10**15:
+        return f"{'-' if value < 0 else ''}(over 10^15)"
+    return f"{value:g}"
 
 
 def _routes(command: object, event: str) -> bool:
@@ -473,3 +481,6 @@ def read_hooks_file(path: Path) -> object:
         raise VmSetupError(f"cannot read {path}: {exc.strerror}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise VmSetupError(f"{path} is not a JSON hooks file: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # a number of 4,300+ digits, deep nesting
+        why = "it nests too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise VmSetupError(f"{path} is not a hooks file cloudrunner can read: {why}") from None

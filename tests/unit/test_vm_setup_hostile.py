@@ -307,3 +307,45 @@ def test_any_path_and_any_hooks_give_files_that_read_back_or_one_line(
         assert isinstance(entry["timeout"], int) and 0 < entry["timeout"] <= MAX_AGENT_TIMEOUT_S
         assert entry.get("failClosed", False) is need.fail_closed
     _reads_back(text, settings, argv)
+
+
+@pytest.mark.parametrize(("name", "said"), [("cloud runner", "' '"), ("cr%i", "'%'"),
+                                             ("cr:link", "':'"), ("état", "'é'")])  # fmt: skip
+def test_a_state_directory_name_statedirectory_cannot_carry_is_refused(
+    name: str, said: str
+) -> None:
+    settings = load_settings(
+        environ={}, overrides={"state_dir": f"/var/lib/{name}", "workspace.path": "/srv/ws"}
+    )
+    with pytest.raises(VmSetupError) as caught:
+        _unit(settings)
+    assert "StateDirectory=" in caught.value.message and said in caught.value.message
+
+
+def test_a_plain_state_directory_under_var_lib_is_made_by_systemd() -> None:
+    settings = load_settings(
+        environ={}, overrides={"state_dir": "/var/lib/cloudrunner", "workspace.path": "/srv/ws"}
+    )
+    text, _ = _unit(settings)
+    assert "StateDirectory=cloudrunner\n" in text
+
+
+@pytest.mark.parametrize("value", [-(10**400), 10**400, -1e308, 0, -0.0, 1e-300])
+def test_check_names_any_number_as_a_timeout_without_raising(tmp_path: Path, value: Any) -> None:
+    needs = [vm_setup.EventNeed(e, 90, False, None) for e in CLOUD_EVENTS]
+    document = vm_setup.agent_hooks(needs, _client(tmp_path), tmp_path / "s.sock")
+    document["hooks"]["stop"][0]["timeout"] = value
+    faults = vm_setup.check(document, needs)
+    assert all("\n" not in f for f in faults)
+    assert any(f.startswith("stop: timeout") for f in faults) is (value < 90)
+
+
+@pytest.mark.parametrize(
+    "text", ["[" * 200_000, '{"hooks": {"stop": [{"timeout": ' + "9" * 5000 + "}]}}", "\udcff"]
+)
+def test_an_unreadable_agent_file_is_one_line(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "hooks.json"
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    with pytest.raises(VmSetupError) as caught:
+        vm_setup.read_hooks_file(path)
+    assert "\n" not in caught.value.message and str(path) in caught.value.message

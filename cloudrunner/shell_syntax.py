@@ -29,13 +29,14 @@ from typing import Any
 
 import bashlex
 
+from cloudrunner import shell_programs
+
 #: variables whose value is the repository root in a project hook's environment
 WORKSPACE_VARIABLES = frozenset({"CURSOR_PROJECT_DIR", "CLAUDE_PROJECT_DIR"})
 #: a command line longer than this is not parsed (reported instead)
 MAX_COMMAND_CHARS = 64 * 1024
 #: `sh -c` strings nested deeper than this are reported, not parsed
 MAX_NESTING = 4
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
 _BUILT_AT_RUN_TIME = {
     "commandsubstitution": "a command substitution builds a command at run time",
     "processsubstitution": "a process substitution builds a command at run time",
@@ -45,20 +46,6 @@ _GLOB = frozenset("*?[")
 _PATTERN = re.compile(r"[*?]|\[[^\]/]*\]")
 #: any file of the repository
 ANYWHERE = ("**",)
-#: commands that change the directory the rest of the line is read in
-_CHANGES_DIRECTORY = frozenset({"cd", "pushd", "popd", "chdir"})
-#: programs whose `-C DIR` runs them in another directory
-_DASH_C_DIRECTORY = frozenset({"env", "git", "make", "gmake", "ninja", "tar", "bmake"})
-_DIRECTORY_OPTIONS = ("--chdir", "--directory", "--cwd", "--working-directory", "--workdir",
-                      "--prefix", "--cd")  # fmt: skip
-#: variables whose value decides where a program, a script or a module is looked up, or
-#: names a file a shell or interpreter runs first
-_SEARCH_VARIABLES = frozenset({
-    "PATH", "CDPATH", "HOME", "PWD", "OLDPWD", "BASH_ENV", "ENV", "PYTHONPATH",
-    "PYTHONSTARTUP", "PYTHONHOME", "NODE_PATH", "NODE_OPTIONS", "PERL5LIB", "PERL5OPT",
-    "RUBYLIB", "RUBYOPT", "LD_PRELOAD", "LD_LIBRARY_PATH", "GIT_DIR", "GIT_WORK_TREE",
-    "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "IFS",
-})  # fmt: skip
 #: a workspace variable's name anywhere but right after `$` or `${`
 _WORKSPACE_NAMED = re.compile(
     r"(?<![$\w])(?<!\$\{)(?:" + "|".join(sorted(WORKSPACE_VARIABLES)) + r")(?!\w)"
@@ -367,38 +354,6 @@ def _unquoted(node: Any, source: str) -> str | None:
     return None if quote else "".join(out)
 
 
-#: programs that run a command string given as an argument (not as a path)
-_RUNS_ITS_STRING = frozenset({
-    "alias", "xargs", "fc", "trap", "enable", "hash", "watch", "su", "runuser", "flock",
-    "script", "parallel", "entr", "nodemon", "osascript", "expect", "tclsh", "wish", "at",
-    "batch", "crontab",
-})  # fmt: skip
-#: interpreters and the options after which their argument is code, not a file
-_INLINE_CODE = {
-    "python": ("-c",),
-    "pypy": ("-c",),
-    "node": ("-e", "--eval", "-p", "--print", "-r", "--require", "--import", "--loader",
-             "--experimental-loader"),
-    "nodejs": ("-e", "--eval", "-p", "--print", "-r", "--require", "--import"),
-    "bun": ("-e", "--eval", "-p", "--print", "-r", "--preload"),
-    "deno": ("eval",),
-    "perl": ("-e", "-E", "-M", "-m"),
-    "ruby": ("-e", "-r"),
-    "php": ("-r", "-B", "-R", "-E"),
-    "lua": ("-e", "-l"),
-    "luajit": ("-e", "-l"),
-    "Rscript": ("-e",),
-}  # fmt: skip
-_AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
-#: awk runs a command through system(), a pipe to or from a string, or `getline`
-_AWK_RUNS = re.compile(r"system\s*\(|\||getline")
-#: sed's `e` command and `s///e` flag run a command
-_SED_RUNS = re.compile(
-    r"(?:^|[;\n{}])\s*(?:(?:\d+|\$|/[^/]*/)(?:\s*,\s*(?:\d+|\$|/[^/]*/))?)?\s*!?\s*e(?:\s|$|;)"
-    r"|s(.)(?:(?!\1).|\\.)*\1(?:(?!\1).|\\.)*\1[a-zA-Z0-9]*e"
-)
-
-
 def _runs_a_string(words: list[str], walk: _Walk) -> None:
     """`eval ...` and the programs that run a string are reported; `sh -c STRING`, also
     after a wrapper (`env`, `nohup`, `timeout 5`, `find -exec`), has STRING parsed as a
@@ -411,13 +366,13 @@ def _runs_a_string(words: list[str], walk: _Walk) -> None:
     if program == "eval":
         walk.note(f"`{shown}`: eval runs a command built at run time")
         return
-    if program in _RUNS_ITS_STRING:
+    if program in shell_programs.RUNS_ITS_STRING:
         walk.note(f"`{shown}`: {program} makes a command the text does not show")
     if program.startswith("python") and "-m" in plain[1:]:
         walk.note(f"`{shown}`: python -m runs a module found on its search path")
     _inline_code(program, plain, shown, walk)
     for start, word in enumerate(plain):
-        if os.path.basename(word) in _SHELLS:
+        if os.path.basename(word) in shell_programs.SHELLS:
             _shell_string(plain, start, walk)
 
 
@@ -425,7 +380,7 @@ def _inline_code(program: str, plain: list[str], shown: str, walk: _Walk) -> Non
     """An interpreter given code on its command line (`python -c`, `node -e`, an awk
     program that calls system(), a sed script with `e`): the code may run anything."""
     base = re.sub(r"[0-9.]+$", "", program)
-    options = _INLINE_CODE.get(base)
+    options = shell_programs.INLINE_CODE.get(base)
     if options is not None:
         for word in plain[1:]:
             if word in options or any(word.startswith(o + "=") for o in options if o[:2] == "--"):
@@ -438,9 +393,13 @@ def _inline_code(program: str, plain: list[str], shown: str, walk: _Walk) -> Non
     if base in ("pwsh", "powershell") and not any(w.lower() in ("-file", "-f") for w in plain[1:]):
         walk.note(f"`{shown}`: {program} without -File runs a command given as text")
     programs = [w for w in plain[1:] if not w.startswith("-")]
-    if base in _AWKS and "-f" not in plain[1:] and any(_AWK_RUNS.search(w) for w in programs):
+    if (
+        base in shell_programs.AWKS
+        and "-f" not in plain[1:]
+        and any(shell_programs.AWK_RUNS.search(w) for w in programs)
+    ):
         walk.note(f"`{shown}`: its awk program runs a command")
-    if base == "sed" and any(_SED_RUNS.search(w) for w in plain[1:]):
+    if base == "sed" and any(shell_programs.SED_RUNS.search(w) for w in plain[1:]):
         walk.note(f"`{shown}`: its sed script runs a command (`e`)")
 
 
@@ -477,7 +436,7 @@ def _changes_where_words_are_read(words: list[str], walk: _Walk) -> None:
     shown = _shown(" ".join(words))
     for word in words:
         match = _ASSIGNMENT.match(word)
-        if match and word[: match.end() - 1] in _SEARCH_VARIABLES:
+        if match and word[: match.end() - 1] in shell_programs.SEARCH_VARIABLES:
             name = word[: match.end() - 1]
             value = word[match.end() :]
             extra = tuple(_directory_reach(d) for d in value.split(":") if d)
@@ -488,7 +447,7 @@ def _changes_where_words_are_read(words: list[str], walk: _Walk) -> None:
     if not plain:
         return
     program = os.path.basename(plain[0])
-    if program in _CHANGES_DIRECTORY:
+    if program in shell_programs.CHANGES_DIRECTORY:
         targets = [w for w in plain[1:] if not w.startswith("-")][:1]
         # `cd` alone is HOME, `cd -` the last directory; `popd` goes back to a `pushd`'s
         extra = tuple(_directory_reach(t) for t in targets) or (
@@ -501,12 +460,12 @@ def _changes_where_words_are_read(words: list[str], walk: _Walk) -> None:
         return
     for i, word in enumerate(plain[1:], start=1):
         option = word.split("=", 1)[0]
-        if (program in _DASH_C_DIRECTORY and word.startswith("-C")) or option in (
-            _DIRECTORY_OPTIONS
+        if (program in shell_programs.DASH_C_DIRECTORY and word.startswith("-C")) or option in (
+            shell_programs.DIRECTORY_OPTIONS
         ):
             if "=" in word:
                 target = word.split("=", 1)[1]
-            elif word not in ("-C", *_DIRECTORY_OPTIONS):
+            elif word not in ("-C", *shell_programs.DIRECTORY_OPTIONS):
                 target = word[2:]
             else:
                 target = plain[i + 1] if i + 1 < len(plain) else ""
@@ -515,29 +474,13 @@ def _changes_where_words_are_read(words: list[str], walk: _Walk) -> None:
                  (_directory_reach(target),))
             )  # fmt: skip
             return
-    if program in _RUNS_A_NAMED_FILE and _names_a_file(plain[1:]):
+    if program in shell_programs.RUNS_A_NAMED_FILE and _names_a_file(plain[1:]):
         return
-    if program in _READS_BY_CONVENTION:
+    if program in shell_programs.READS_BY_CONVENTION:
         walk.note(
             f"`{shown}`: {program} runs what repository files it finds by convention say "
             "(a Makefile, package.json, test files, ...)"
         )
-
-
-#: programs that run what files they find in the repository say, not files the command
-#: names: a Makefile, package.json's scripts, test files, a build file, a task file
-_READS_BY_CONVENTION = frozenset({
-    "make", "gmake", "bmake", "npm", "yarn", "pnpm", "bun", "npx", "pnpx", "bunx", "deno",
-    "just", "task", "rake", "tox", "nox", "pytest", "py.test", "cargo", "go", "gradle",
-    "gradlew", "mvn", "mvnw", "poetry", "uv", "pipenv", "pre-commit", "composer", "invoke",
-    "bundle", "ant", "sbt", "mix", "dotnet", "cmake", "ninja", "meson", "bazel", "buck",
-    "lefthook", "husky", "turbo", "nx", "lerna", "jest", "vitest", "mocha", "phpunit",
-})  # fmt: skip
-
-
-#: of those, the ones that run a file when given its path (`bun x.ts`, `deno run x.ts`)
-_RUNS_A_NAMED_FILE = frozenset({"bun", "deno", "uv", "go", "poetry", "pipenv", "dotnet"})
-_SCRIPT_SUFFIXES = (".ts", ".tsx", ".js", ".mjs", ".cjs", ".py", ".sh", ".go", ".cs", ".rb")
 
 
 def _names_a_file(arguments: list[str]) -> bool:
@@ -545,7 +488,7 @@ def _names_a_file(arguments: list[str]) -> bool:
     for word in arguments:
         if word.startswith("-") or word == "run":
             continue
-        return "/" in word or word.endswith(_SCRIPT_SUFFIXES)
+        return "/" in word or word.endswith(shell_programs.SCRIPT_SUFFIXES)
     return False
 
 
@@ -568,7 +511,7 @@ def _here_document(words: list[str], text: str, walk: _Walk) -> None:
     plain = [w for w in words if not _ASSIGNMENT.match(w)]
     program = os.path.basename(plain[0]) if plain else ""
     body = text.rsplit("\n", 1)[0] if "\n" in text else ""
-    if program in _SHELLS and walk.depth < MAX_NESTING:
+    if program in shell_programs.SHELLS and walk.depth < MAX_NESTING:
         walk.depth += 1
         try:
             _parse_into(body, walk)

@@ -31,6 +31,8 @@ from cloudrunner.docker_engine import connect
 from cloudrunner.errors import CloudrunnerError
 
 BUILD_KEY_LABEL = "cloudrunner.build-key"
+VERSION_LABEL = "org.opencontainers.image.version"
+REVISION_LABEL = "org.opencontainers.image.revision"
 BASE_IMAGE = "cloudrunner/base:bookworm"
 RUNTIME_REPOSITORY = "cloudrunner/hook-runtime"
 DEFAULT_RUNTIME_IMAGE = f"{RUNTIME_REPOSITORY}:latest"
@@ -53,18 +55,59 @@ class BuildStep:
     built: bool
 
 
+#: where a wheel carries the recipes (hatch_build.py puts images/<name>/ there)
+PACKAGED_IMAGES = "_images"
+#: the recipes `build_all` builds, each a folder of images/ with its Dockerfile
+RECIPES = ("hook-runtime", "egress-proxy")
+
+
 def images_dir() -> Path:
-    """The images/ folder: in the source tree, or shipped inside the package."""
+    """The folder of the image recipes: $CLOUDRUNNER_IMAGES_DIR, else the ones an installed
+    wheel carries (cloudrunner/_images/), else the source checkout's images/."""
     here = Path(__file__).resolve().parent
     override = os.environ.get("CLOUDRUNNER_IMAGES_DIR")
-    candidates = [Path(override)] if override else [here.parent / "images", here / "_images"]
-    for candidate in candidates:
+    if override:
+        if (Path(override) / "hook-runtime" / "Dockerfile").is_file():
+            return Path(override)
+        raise ImageBuildError(
+            f"CLOUDRUNNER_IMAGES_DIR={override} holds no hook-runtime/Dockerfile; point it "
+            "at an images/ folder of cloudrunner, or unset it to use the recipes installed "
+            "with the package"
+        )
+    for candidate in (here / PACKAGED_IMAGES, here.parent / "images"):
         if (candidate / "hook-runtime" / "Dockerfile").is_file():
             return candidate
     raise ImageBuildError(
-        "cannot find images/hook-runtime/Dockerfile next to the package; run from a "
-        "cloudrunner checkout or set CLOUDRUNNER_IMAGES_DIR to the images/ folder"
+        f"the image recipes are not installed with this cloudrunner (no {here / PACKAGED_IMAGES}) "
+        "and it does not run from a checkout; reinstall it from a wheel or the .deb, or set "
+        "CLOUDRUNNER_IMAGES_DIR to a checkout's images/ folder"
     )
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    path: Path
+    images: tuple[str, ...]
+
+
+def recipes() -> list[Recipe]:
+    """Each image `build_all` builds, with the folder it is built from (the base is made
+    by debootstrap: its recipe is this module)."""
+    where = images_dir()
+    refs = {
+        "hook-runtime": (f"{RUNTIME_REPOSITORY}:{__version__}", DEFAULT_RUNTIME_IMAGE),
+        "egress-proxy": (
+            f"{EGRESS_PROXY_REPOSITORY}:{__version__}", f"{EGRESS_PROXY_REPOSITORY}:latest"
+        ),
+    }  # fmt: skip
+    found = [Recipe("base", Path(__file__).resolve(), (BASE_IMAGE,))]
+    for name in RECIPES:
+        path = where / name
+        if not (path / "Dockerfile").is_file():
+            raise ImageBuildError(f"{path}/Dockerfile is missing; the recipes are incomplete")
+        found.append(Recipe(name, path, refs[name]))
+    return found
 
 
 def apt_mirror(sources_dir: Path = Path("/etc/apt")) -> str:
@@ -96,6 +139,14 @@ def runtime_key(dockerfile: bytes, base_image_id: str, manifest: bytes = b"") ->
     if manifest:
         text += "\n" + manifest.decode(errors="replace")
     return _sha256(text)
+
+
+def version_labels() -> dict[str, str]:
+    """The OCI labels naming the cloudrunner version (and commit) that built an image."""
+    from cloudrunner.version import identity
+
+    info = identity()
+    return {VERSION_LABEL: info["version"], REVISION_LABEL: info["commit"]}
 
 
 def _sha256(text: str) -> str:
@@ -227,9 +278,11 @@ def check_architecture(arch: str) -> None:
 
 
 def context_key(context: Path, base_image_id: str) -> str:
-    """A build key over every file of a build context (names, modes and contents)."""
+    """A build key over every file of a build context (names, modes and contents), but
+    for Python's byte-code caches (pip writes them beside a wheel's recipes)."""
     h = hashlib.sha256(base_image_id.encode())
-    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+    files = (p for p in context.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    for path in sorted(files):
         h.update(f"\n{path.relative_to(context)}\0{path.stat().st_mode & 0o777:o}\0".encode())
         h.update(path.read_bytes())
     return h.hexdigest()
@@ -286,7 +339,7 @@ def _stream_build(
             path=str(context),
             tag=tag,
             buildargs={"BASE": BASE_IMAGE},
-            labels={BUILD_KEY_LABEL: key},
+            labels={BUILD_KEY_LABEL: key, **version_labels()},
             rm=True,
             forcerm=True,
             decode=True,

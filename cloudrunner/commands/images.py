@@ -13,6 +13,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     group = command_group(sub, "images", "build the hook runtime images locally")
     subcommand(group, "build", "build cloudrunner/base and cloudrunner/hook-runtime",
                add_build_arguments, build_command)  # fmt: skip
+    subcommand(group, "recipes", "where the image recipes are, and the images each builds",
+               lambda parser: None, recipes_command)  # fmt: skip
 
 
 def add_build_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,4 +41,12 @@ def build_command(args: argparse.Namespace) -> int:
     for step in build_all(force=bool(args.force), tag=args.tag):
         state = "built" if step.built else "up to date"
         print(f"{step.image}\t{state}\t{step.key[:12]}")
+    return 0
+
+
+def recipes_command(args: argparse.Namespace) -> int:
+    from cloudrunner.images import recipes
+
+    for recipe in recipes():
+        print(f"{recipe.name}\t{recipe.path}\t{' '.join(recipe.images)}")
     return 0

@@ -79,9 +79,12 @@ def normalise_arch(name: str) -> str:
     return ALIASES.get(name, name)
 
 
-def choose_target(requested: str | None, machine: str, have_go: bool) -> Target:
+def choose_target(
+    requested: str | None, machine: str, have_go: bool, system: str = "Linux"
+) -> Target:
     """The wheel to build, from `$CLOUDRUNNER_WHEEL_ARCH` (None when unset), this machine's
-    architecture and whether Go is on PATH."""
+    architecture and system (`platform.system()`: the client is built for Linux only) and
+    whether Go is on PATH."""
     if requested is not None and requested.strip():
         arch = normalise_arch(requested)
         if arch == "pure":
@@ -102,9 +105,23 @@ def choose_target(requested: str | None, machine: str, have_go: bool) -> Target:
     pure += "`cloudrunner hook` works)"
     if not have_go:
         return Target(None, f"go is not on PATH: {pure}")
-    if arch not in GOARCH:
-        return Target(None, f"no compiled client for {machine or 'this machine'}: {pure}")
+    if system != "Linux" or arch not in GOARCH:
+        where = (machine if system == "Linux" else f"{system} {machine}").strip()
+        where = where or "this machine"
+        return Target(None, f"no compiled client for {where}: {pure}")
     return Target(arch)
+
+
+#: what a commit stamp may hold (git's hex, `+dirty`, "unknown"): one word, one line
+COMMIT_CHARACTERS = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+-_")
+
+
+def check_commit(commit: str) -> str:
+    if not (0 < len(commit) <= 64 and set(commit) <= COMMIT_CHARACTERS):
+        raise TargetError(
+            f"{COMMIT_ENV}={commit!r} is not a commit id (1 to 64 letters, digits, . + - _)"
+        )
+    return commit
 
 
 def recipe_files(source: Path) -> list[Path]:
@@ -154,7 +171,10 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg,unused-ignor
             return
         root = Path(self.root)
         self._tmp = Path(tempfile.mkdtemp(prefix="cloudrunner-build-"))
-        commit = find_commit(root)
+        try:
+            commit = check_commit(find_commit(root))
+        except TargetError as exc:
+            sys.exit(f"hatch_build: error: {exc}")
         # always this copy: the one an sdist carries is git-ignored (.gitignore), so the
         # wheel's file selection leaves it out
         info = self._tmp / "_build_info.py"
@@ -172,8 +192,9 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg,unused-ignor
                 build_data["force_include"][str(path)] = f"{IMAGES_PACKAGE_DIR}/{name}/{relative}"
         try:
             target = choose_target(
-                os.environ.get(ARCH_ENV), platform.machine(), shutil.which("go") is not None
-            )
+                os.environ.get(ARCH_ENV), platform.machine(), shutil.which("go") is not None,
+                platform.system(),
+            )  # fmt: skip
         except TargetError as exc:
             sys.exit(f"hatch_build: error: {exc}")
         if target.note:

@@ -64,6 +64,25 @@ def test_a_machine_without_a_client_gets_the_pure_wheel_and_says_which() -> None
     assert target.note.startswith("no compiled client for riscv64:")
 
 
+def test_another_system_gets_the_pure_wheel_unless_a_linux_wheel_is_asked_for() -> None:
+    target = hb.choose_target(None, "arm64", have_go=True, system="Darwin")
+    assert target.arch is None
+    assert target.note.startswith("no compiled client for Darwin arm64:")
+    assert hb.choose_target("aarch64", "arm64", have_go=True, system="Darwin").arch == "aarch64"
+
+
+@pytest.mark.parametrize("commit", ["0123456789ab", "0123456789ab+dirty", "unknown"])
+def test_a_commit_id_is_kept(commit: str) -> None:
+    assert hb.check_commit(commit) == commit
+
+
+@pytest.mark.parametrize("commit", ["", "a b", "abc\nCOMMIT = 1", "x" * 65, "é", "a'b"])
+def test_a_commit_that_is_not_one_word_is_refused_in_one_line(commit: str) -> None:
+    with pytest.raises(hb.TargetError) as exc:
+        hb.check_commit(commit)
+    assert "\n" not in str(exc.value) and "is not a commit id" in str(exc.value)
+
+
 def test_a_named_target_without_go_is_an_error_not_a_pure_wheel() -> None:
     with pytest.raises(hb.TargetError, match=r"needs Go .* CLOUDRUNNER_WHEEL_ARCH=pure"):
         hb.choose_target("x86_64", "x86_64", have_go=False)

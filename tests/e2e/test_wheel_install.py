@@ -283,3 +283,16 @@ def test_health_says_when_the_client_and_daemon_versions_differ(
         "this client 99.0.0; use one version of both (cloudrunner --version, "
         "cloudrunner-hook --version)\n"
     )
+
+
+def test_package_refuses_to_empty_a_directory_that_holds_other_files(tmp_path: Path) -> None:
+    out = tmp_path / "home"
+    out.mkdir()
+    (out / "precious").write_text("mine\n")
+    proc = package(out)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1] == (
+        f"package: error: {out} holds {out / 'precious'}, which is not an artefact of a "
+        "previous build; give --out an empty or new directory"
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["precious"]

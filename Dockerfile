@@ -40,11 +40,12 @@ RUN if python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then \
 # The wildcard makes the wheelhouse optional: pyproject.toml always matches, so the COPY
 # never fails, and pip ignores it among the wheels.
 COPY pyproject.toml build/wheelhous[e] /wheelhouse/
-# The build hook (hatch_build.py) puts the image recipes into the package and stamps the
-# commit (CLOUDRUNNER_COMMIT: there is no .git here; scripts/build-worker-image passes it);
-# no Go here, so the wheel built is the pure one and the client is copied in below.
+# The build hook (hatch_build.py) puts the image recipes (this file too) into the package
+# and stamps the commit (CLOUDRUNNER_COMMIT: there is no .git here; `cloudrunner images
+# worker` passes it); no Go here, so the wheel built is the pure one and the client is
+# copied in below.
 ARG CLOUDRUNNER_COMMIT=unknown
-COPY pyproject.toml README.md hatch_build.py /src/
+COPY pyproject.toml README.md hatch_build.py Dockerfile /src/
 COPY cloudrunner/ /src/cloudrunner/
 COPY launcher/ /src/launcher/
 COPY images/ /src/images/

@@ -5,7 +5,8 @@ The wheel:
   with Go for the target (`client/build --arch`), under a manylinux platform tag (the
   binary is static: no libc at all, so the oldest manylinux tag fits);
 - carries the image recipes (images/hook-runtime, images/egress-proxy) as package data in
-  `cloudrunner/_images/`, where `cloudrunner.images.images_dir()` finds them;
+  `cloudrunner/_images/`, where `cloudrunner.images.images_dir()` finds them, and the
+  worker's (`cloudrunner/_images/worker/`: `cloudrunner.worker_image`);
 - carries `cloudrunner/_build_info.py`, the commit it was built from.
 
 The target is `$CLOUDRUNNER_WHEEL_ARCH`: `x86_64` (or `amd64`), `aarch64` (or `arm64`), or
@@ -37,6 +38,10 @@ BUILD_INFO = "cloudrunner/_build_info.py"
 #: the recipes `cloudrunner images build` needs, as package data
 IMAGE_RECIPES = ("hook-runtime", "egress-proxy")
 IMAGES_PACKAGE_DIR = "cloudrunner/_images"
+#: the worker image's recipe (its Dockerfile and what its build installs the package from;
+#: the package itself comes from the installation: cloudrunner/worker_image.py)
+WORKER_RECIPE = ("Dockerfile", "pyproject.toml", "README.md", "hatch_build.py",
+                 "launcher/cloudrunner")  # fmt: skip
 
 #: wheel architecture (as in platform tags and `uname -m`) -> Go's GOARCH
 GOARCH = {"x86_64": "amd64", "aarch64": "arm64"}
@@ -190,6 +195,11 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg,unused-ignor
             for path in recipe_files(source):
                 relative = path.relative_to(source).as_posix()
                 build_data["force_include"][str(path)] = f"{IMAGES_PACKAGE_DIR}/{name}/{relative}"
+        for name in WORKER_RECIPE:
+            if not (root / name).is_file():
+                sys.exit(f"hatch_build: error: {root / name} is missing; the wheel needs the "
+                         "worker image's recipe")  # fmt: skip
+            build_data["force_include"][str(root / name)] = f"{IMAGES_PACKAGE_DIR}/worker/{name}"
         try:
             target = choose_target(
                 os.environ.get(ARCH_ENV), platform.machine(), shutil.which("go") is not None,

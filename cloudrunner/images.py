@@ -92,8 +92,9 @@ class Recipe:
 
 
 def recipes() -> list[Recipe]:
-    """Each image `build_all` builds, with the folder it is built from (the base is made
-    by debootstrap: its recipe is this module)."""
+    """Each image `build_all` builds, and the worker's (`cloudrunner images worker`), with
+    the folder it is built from (the base is made by debootstrap: its recipe is this
+    module)."""
     where = images_dir()
     refs = {
         "hook-runtime": (f"{RUNTIME_REPOSITORY}:{__version__}", DEFAULT_RUNTIME_IMAGE),
@@ -107,6 +108,10 @@ def recipes() -> list[Recipe]:
         if not (path / "Dockerfile").is_file():
             raise ImageBuildError(f"{path}/Dockerfile is missing; the recipes are incomplete")
         found.append(Recipe(name, path, refs[name]))
+    from cloudrunner.worker_image import WORKER_REPOSITORY, recipe_dir
+
+    worker = (f"{WORKER_REPOSITORY}:{__version__}", f"{WORKER_REPOSITORY}:latest")
+    found.append(Recipe("worker", recipe_dir(), worker))
     return found
 
 
@@ -163,7 +168,7 @@ def _existing_key(client: docker.DockerClient, ref: str) -> tuple[str | None, st
     return labels.get(BUILD_KEY_LABEL), image.id
 
 
-def _progress(message: str) -> None:
+def progress(message: str) -> None:
     print(f"images: {message}", file=sys.stderr, flush=True)
 
 
@@ -173,7 +178,7 @@ def build_base(
     key = base_key()
     have, _ = _existing_key(client, ref)
     if have == key and not force:
-        _progress(f"{ref} is up to date (key {key[:12]}), skipped")
+        progress(f"{ref} is up to date (key {key[:12]}), skipped")
         return BuildStep(ref, key, built=False)
     debootstrap = shutil.which("debootstrap")
     if debootstrap is None:
@@ -184,7 +189,7 @@ def build_base(
     mirror = apt_mirror()
     with tempfile.TemporaryDirectory(prefix="cloudrunner-base-") as tmp:
         root = Path(tmp) / "root"
-        _progress(f"debootstrap --variant={VARIANT} {SUITE} from {mirror} (about a minute)")
+        progress(f"debootstrap --variant={VARIANT} {SUITE} from {mirror} (about a minute)")
         proc = subprocess.run(
             [debootstrap, f"--variant={VARIANT}", SUITE, str(root), mirror],
             stdout=subprocess.PIPE,
@@ -200,11 +205,11 @@ def build_base(
                 f"Last output:\n{tail}"
             )
         tarball = Path(tmp) / "root.tar"
-        _progress("packing the tree")
+        progress("packing the tree")
         subprocess.run(
             ["tar", "--numeric-owner", "-C", str(root), "-cf", str(tarball), "."], check=True
         )
-        _progress(f"importing as {ref}")
+        progress(f"importing as {ref}")
         repository, tag = ref.split(":")
         try:
             client.api.import_image_from_file(
@@ -235,7 +240,7 @@ def build_runtime(
     key = runtime_key(dockerfile, base_id, manifest)
     refs = [tag] if tag else [f"{RUNTIME_REPOSITORY}:{__version__}", DEFAULT_RUNTIME_IMAGE]
     if not force and all(_existing_key(client, ref)[0] == key for ref in refs):
-        _progress(f"{' and '.join(refs)} up to date (key {key[:12]}), skipped")
+        progress(f"{' and '.join(refs)} up to date (key {key[:12]}), skipped")
         return BuildStep(refs[0], key, built=False)
     if manifest:
         _require_x86_64(client)
@@ -243,7 +248,7 @@ def build_runtime(
         context = Path(tmp)
         shutil.copyfile(source / "Dockerfile", context / "Dockerfile")
         if manifest:
-            _progress(f"fetching and verifying the artefacts pinned in {manifest_path}")
+            progress(f"fetching and verifying the artefacts pinned in {manifest_path}")
             try:
                 image_artefacts.stage(manifest_path, context)
             except image_artefacts.ArtefactError as exc:
@@ -254,7 +259,7 @@ def build_runtime(
     for ref in refs[1:]:
         repository, _, name = ref.rpartition(":")
         client.images.get(image_id).tag(repository, name)
-    _progress(f"tagged {' and '.join(refs)}")
+    progress(f"tagged {' and '.join(refs)}")
     return BuildStep(refs[0], key, built=True)
 
 
@@ -298,23 +303,39 @@ def build_egress_proxy(client: docker.DockerClient, *, force: bool = False) -> B
     key = context_key(context, base_id)
     refs = [f"{EGRESS_PROXY_REPOSITORY}:{__version__}", f"{EGRESS_PROXY_REPOSITORY}:latest"]
     if not force and all(_existing_key(client, ref)[0] == key for ref in refs):
-        _progress(f"{' and '.join(refs)} up to date (key {key[:12]}), skipped")
+        progress(f"{' and '.join(refs)} up to date (key {key[:12]}), skipped")
         return BuildStep(refs[0], key, built=False)
     image_id = _build_context(client, context, refs[0], key)
     client.images.get(image_id).tag(EGRESS_PROXY_REPOSITORY, "latest")
-    _progress(f"tagged {' and '.join(refs)}")
+    progress(f"tagged {' and '.join(refs)}")
     return BuildStep(refs[0], key, built=True)
 
 
 def _build_context(client: docker.DockerClient, context: Path, ref: str, key: str) -> str:
-    _progress(f"building {ref}")
+    progress(f"building {ref}")
+    return run_build(
+        client, context, ref,
+        buildargs={"BASE": BASE_IMAGE}, labels={BUILD_KEY_LABEL: key, **version_labels()},
+    )  # fmt: skip
+
+
+def run_build(
+    client: docker.DockerClient,
+    context: Path,
+    ref: str,
+    *,
+    buildargs: dict[str, str],
+    labels: dict[str, str],
+) -> str:
+    """`docker build` of `context` tagged `ref`, its steps on stderr; the image id, or an
+    ImageBuildError with the last lines of the build's output."""
     image_id: str | None = None
     recent: deque[str] = deque(maxlen=12)
-    for chunk in _stream_build(client, context, ref, key):
+    for chunk in _stream_build(client, context, ref, buildargs, labels):
         if "stream" in chunk:
             line = str(chunk["stream"]).rstrip()
             if line.startswith("Step "):
-                _progress(line)
+                progress(line)
             elif line:
                 recent.append(line)
         if "error" in chunk:
@@ -332,14 +353,18 @@ def _build_context(client: docker.DockerClient, context: Path, ref: str, key: st
 
 
 def _stream_build(
-    client: docker.DockerClient, context: Path, tag: str, key: str
+    client: docker.DockerClient,
+    context: Path,
+    tag: str,
+    buildargs: dict[str, str],
+    labels: dict[str, str],
 ) -> Iterator[dict[str, Any]]:
     try:
         yield from client.api.build(
             path=str(context),
             tag=tag,
-            buildargs={"BASE": BASE_IMAGE},
-            labels={BUILD_KEY_LABEL: key, **version_labels()},
+            buildargs=buildargs,
+            labels=labels,
             rm=True,
             forcerm=True,
             decode=True,

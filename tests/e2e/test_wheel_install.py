@@ -8,6 +8,7 @@ makes a pure wheel and says so."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -22,8 +23,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import docker
+import docker.errors
 import pytest
 
+from cloudrunner import image_artefacts, images
 from tests.conftest import WORKER_ID_PREFIX
 from tests.e2e.conftest import EXAMPLES, make_deployment
 from tests.support.daemon_process import DaemonProcess
@@ -128,7 +131,12 @@ def test_the_image_recipes_are_found_in_the_package(venv: Path, elsewhere: Path)
     assert proc.returncode == 0, proc.stderr
     rows = {name: (Path(path), refs.split()) for name, path, refs in
             (line.split("\t") for line in proc.stdout.splitlines())}  # fmt: skip
-    assert set(rows) == {"base", "hook-runtime", "egress-proxy"}
+    assert set(rows) == {"base", "hook-runtime", "egress-proxy", "worker"}
+    worker, _ = rows["worker"]
+    assert worker.is_relative_to(venv)
+    for name in ("Dockerfile", "pyproject.toml", "README.md", "hatch_build.py",
+                 "launcher/cloudrunner"):  # fmt: skip
+        assert (worker / name).read_bytes() == (REPO / name).read_bytes(), name
     for name in ("hook-runtime", "egress-proxy"):
         path, refs = rows[name]
         assert path.is_relative_to(venv), path
@@ -296,3 +304,50 @@ def test_package_refuses_to_empty_a_directory_that_holds_other_files(tmp_path: P
         "previous build; give --out an empty or new directory"
     )
     assert sorted(p.name for p in out.iterdir()) == ["precious"]
+
+
+def test_the_shipped_recipes_give_the_checkouts_build_keys(venv: Path, elsewhere: Path) -> None:
+    """So `cloudrunner images build` from the wheel finds the images the checkout built up to
+    date (the same keys), and would build the same ones."""
+    code = (
+        "from cloudrunner import images, image_artefacts as a; d = images.images_dir(); "
+        "r = d / 'hook-runtime'; "
+        "print(images.runtime_key((r / 'Dockerfile').read_bytes(), 'base', "
+        "(r / a.MANIFEST_NAME).read_bytes())); "
+        "print(images.context_key(d / 'egress-proxy', 'base'))"
+    )
+    proc = _run(venv, elsewhere, str(venv / "bin" / "python"), "-c", code)
+    assert proc.returncode == 0, proc.stderr
+    source = REPO / "images"
+    runtime = source / "hook-runtime"
+    assert proc.stdout.split() == [
+        images.runtime_key(
+            (runtime / "Dockerfile").read_bytes(), "base",
+            (runtime / image_artefacts.MANIFEST_NAME).read_bytes(),
+        ),
+        images.context_key(source / "egress-proxy", "base"),
+    ]  # fmt: skip
+
+
+def test_the_worker_image_builds_from_the_installed_wheel(
+    venv: Path, elsewhere: Path, packages: Packages, docker_client: docker.DockerClient
+) -> None:
+    """`cloudrunner images worker` with no checkout: the recipe, the package and the client
+    come from the installation."""
+    tag = f"cloudrunner/worker:test-{uuid.uuid4().hex[:10]}"
+    try:
+        proc = _run(venv, elsewhere, "cloudrunner", "images", "worker", "--tag", tag)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        image = docker_client.images.get(tag)
+        assert proc.stdout.strip() == image.id
+        assert image.labels["org.opencontainers.image.version"] == packages.version
+        assert image.labels["org.opencontainers.image.revision"] == packages.commit
+        script = "cloudrunner --version; cloudrunner-hook --version"
+        out = docker_client.containers.run(
+            tag, entrypoint=["sh", "-c"], command=[script], remove=True, network_mode="none"
+        ).decode()
+        stamp = f"{packages.version} (commit {packages.commit})"
+        assert out.splitlines() == [f"cloudrunner {stamp}", f"cloudrunner-hook {stamp}"]
+    finally:
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            docker_client.images.remove(tag, noprune=True)

@@ -50,7 +50,8 @@ def test_images_dir_holds_the_runtime_dockerfile() -> None:
 
 def test_recipes_name_each_image_and_its_folder() -> None:
     found = {recipe.name: recipe for recipe in images.recipes()}
-    assert list(found) == ["base", "hook-runtime", "egress-proxy"]
+    assert list(found) == ["base", "hook-runtime", "egress-proxy", "worker"]
+    assert (found["worker"].path / "Dockerfile").is_file()
     for name in images.RECIPES:
         assert (found[name].path / "Dockerfile").is_file()
         assert found[name].images[-1] == f"cloudrunner/{name}:latest"

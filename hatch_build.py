@@ -85,11 +85,16 @@ def normalise_arch(name: str) -> str:
 
 
 def choose_target(
-    requested: str | None, machine: str, have_go: bool, system: str = "Linux"
+    requested: str | None,
+    machine: str,
+    have_go: bool,
+    system: str = "Linux",
+    accepts_manylinux: bool = True,
 ) -> Target:
     """The wheel to build, from `$CLOUDRUNNER_WHEEL_ARCH` (None when unset), this machine's
-    architecture and system (`platform.system()`: the client is built for Linux only) and
-    whether Go is on PATH."""
+    architecture and system (`platform.system()`: the client is built for Linux only),
+    whether Go is on PATH and whether this interpreter installs manylinux wheels (not on
+    musl: `pip install .` there must get a wheel it can install)."""
     if requested is not None and requested.strip():
         arch = normalise_arch(requested)
         if arch == "pure":
@@ -114,7 +119,17 @@ def choose_target(
         where = (machine if system == "Linux" else f"{system} {machine}").strip()
         where = where or "this machine"
         return Target(None, f"no compiled client for {where}: {pure}")
+    if not accepts_manylinux:
+        return Target(None, f"this Python does not install manylinux wheels: {pure}")
     return Target(arch)
+
+
+def accepts_manylinux(arch: str) -> bool:
+    """Whether this interpreter installs a manylinux2014 wheel for `arch`."""
+    from packaging.tags import sys_tags
+
+    wanted = f"manylinux2014_{normalise_arch(arch)}"
+    return any(tag.platform == wanted for tag in sys_tags())
 
 
 #: what a commit stamp may hold (git's hex, `+dirty`, "unknown"): one word, one line
@@ -203,7 +218,7 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg,unused-ignor
         try:
             target = choose_target(
                 os.environ.get(ARCH_ENV), platform.machine(), shutil.which("go") is not None,
-                platform.system(),
+                platform.system(), accepts_manylinux(platform.machine()),
             )  # fmt: skip
         except TargetError as exc:
             sys.exit(f"hatch_build: error: {exc}")

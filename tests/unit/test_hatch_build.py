@@ -5,6 +5,7 @@ tests/e2e/test_wheel_install.py."""
 from __future__ import annotations
 
 import importlib.util
+import platform
 import shutil
 import subprocess
 from pathlib import Path
@@ -69,6 +70,20 @@ def test_another_system_gets_the_pure_wheel_unless_a_linux_wheel_is_asked_for() 
     assert target.arch is None
     assert target.note.startswith("no compiled client for Darwin arm64:")
     assert hb.choose_target("aarch64", "arm64", have_go=True, system="Darwin").arch == "aarch64"
+
+
+def test_a_python_that_refuses_manylinux_wheels_gets_the_pure_wheel_unless_asked() -> None:
+    """musl (Alpine): `pip install .` must build a wheel pip there installs."""
+    target = hb.choose_target(None, "x86_64", have_go=True, accepts_manylinux=False)
+    assert target.arch is None
+    assert target.note.startswith("this Python does not install manylinux wheels:")
+    assert hb.choose_target("x86_64", "x86_64", True, accepts_manylinux=False).arch == "x86_64"
+
+
+def test_this_python_installs_the_manylinux_wheel_of_its_machine() -> None:
+    assert hb.accepts_manylinux(platform.machine())
+    other = "aarch64" if platform.machine() == "x86_64" else "x86_64"
+    assert not hb.accepts_manylinux(other)
 
 
 @pytest.mark.parametrize("commit", ["0123456789ab", "0123456789ab+dirty", "unknown"])

@@ -40,11 +40,18 @@ RUN if python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then \
 # The wildcard makes the wheelhouse optional: pyproject.toml always matches, so the COPY
 # never fails, and pip ignores it among the wheels.
 COPY pyproject.toml build/wheelhous[e] /wheelhouse/
-COPY pyproject.toml README.md /src/
+# The build hook (hatch_build.py) puts the image recipes (this file too) into the package
+# and stamps the commit (CLOUDRUNNER_COMMIT: there is no .git here; `cloudrunner images
+# worker` passes it); no Go here, so the wheel built is the pure one and the client is
+# copied in below.
+ARG CLOUDRUNNER_COMMIT=unknown
+COPY pyproject.toml README.md hatch_build.py Dockerfile /src/
 COPY cloudrunner/ /src/cloudrunner/
 COPY launcher/ /src/launcher/
+COPY images/ /src/images/
 RUN if ls /wheelhouse/*.whl >/dev/null 2>&1; then export PIP_NO_INDEX=1; fi \
- && /opt/cloudrunner/bin/pip install --no-cache-dir --find-links /wheelhouse /src \
+ && CLOUDRUNNER_WHEEL_ARCH=pure CLOUDRUNNER_COMMIT="$CLOUDRUNNER_COMMIT" \
+    /opt/cloudrunner/bin/pip install --no-cache-dir --find-links /wheelhouse /src \
  && /opt/cloudrunner/bin/cloudrunner --version
 
 # ---------------------------------------------------------------------------- runtime

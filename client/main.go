@@ -41,6 +41,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, hookHelp)
 		return 0
 	}
+	if opts.version {
+		fmt.Fprintln(stdout, describeVersion())
+		return 0
+	}
 	if opts.command == "health" {
 		return health(opts, stdout, stderr)
 	}

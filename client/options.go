@@ -23,6 +23,7 @@ type options struct {
 	timeout   float64
 	ready     bool
 	help      bool
+	version   bool // --version: print the version and commit
 }
 
 type usageError struct{ message string }
@@ -59,6 +60,9 @@ func parseArgs(words []string) (*options, error) {
 	}
 	if words[0] == "--help" || words[0] == "-h" {
 		return &options{help: true}, nil
+	}
+	if words[0] == "--version" {
+		return &options{version: true}, nil
 	}
 	opts := &options{command: words[0], timeout: 600}
 	valueFlags := map[string]bool{"--socket": true, "--url": true, "--token-file": true}
@@ -226,6 +230,7 @@ const hookHelp = `usage: cloudrunner-hook hook EVENT [--socket PATH | --url http
                              [--in-process] [--config FILE] [--timeout SECONDS]
        cloudrunner-hook health [--socket PATH | --url http://HOST:PORT]
                                [--token-file FILE] [--ready] [--timeout SECONDS]
+       cloudrunner-hook --version
 
 The compiled per-event client of cloudrunner: the event JSON on stdin, the daemon's
 answer on stdout. The same flags, variables, answers and exit codes as
@@ -248,6 +253,8 @@ answer on stdout. The same flags, variables, answers and exit codes as
   --config FILE         settings file for --fallback in-process
   --timeout SECONDS     how long to wait for the answer (default 600; health: 5)
   --ready               health: check /readyz (engine and images) instead of /healthz
+  --version             print the version and the commit it was built from, as
+                        'cloudrunner --version' does
 
 Exit codes: 0 answered (or let through), 2 a block under --exit-code, 64 a usage error,
 70 a bug (its trace saved in a file the one stderr line names); health: 0 healthy, 1 not.

@@ -1,7 +1,8 @@
 """cloudrunner: a containerised executor for Cursor-style agent hooks in cloud agents.
 
 Importing the package costs nothing beyond the interpreter: the per-event client
-(`cloudrunner hook`) starts on every agent step, so `__version__` is looked up lazily.
+(`cloudrunner hook`) starts on every agent step, so `__version__` is looked up lazily, from
+`cloudrunner/version.py` (the one source of the version; the commit is there too).
 """
 
 # No `from __future__ import annotations` here: the client's start-up would pay for it.
@@ -14,10 +15,7 @@ __all__ = ["__version__"]
 
 def __getattr__(name: str) -> "Any":
     if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
+        from cloudrunner.version import VERSION
 
-        try:
-            return version("cloudrunner")
-        except PackageNotFoundError:  # running from a source tree that is not installed
-            return "0.1.0"
+        return VERSION
     raise AttributeError(f"module 'cloudrunner' has no attribute {name!r}")

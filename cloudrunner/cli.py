@@ -35,18 +35,37 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     import argparse
     import importlib
 
-    from cloudrunner import __version__
-
     parser = argparse.ArgumentParser(
         prog="cloudrunner",
         description="Run Cursor-style agent hooks for cloud agents in hardened containers.",
     )
-    parser.add_argument("--version", action="version", version=f"cloudrunner {__version__}")
+    parser.add_argument(
+        "--version",
+        action=_version_action(),
+        nargs=0,
+        help="show program's version number and exit",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     names = [command] if command is not None and command in COMMANDS else COMMANDS
     for name in names:
         importlib.import_module(f"cloudrunner.commands.{name}").add_parser(sub)
     return parser
+
+
+def _version_action() -> type[argparse.Action]:
+    import argparse
+
+    class VersionAction(argparse.Action):
+        """`--version`: the version and the commit (cloudrunner/version.py), found only
+        when asked (from a checkout that is a `git` call, which no other command pays for)."""
+
+        def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+            from cloudrunner.version import describe
+
+            print(describe())
+            parser.exit()
+
+    return VersionAction
 
 
 def main(argv: Sequence[str] | None = None) -> int:

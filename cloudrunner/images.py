@@ -31,6 +31,8 @@ from cloudrunner.docker_engine import connect
 from cloudrunner.errors import CloudrunnerError
 
 BUILD_KEY_LABEL = "cloudrunner.build-key"
+VERSION_LABEL = "org.opencontainers.image.version"
+REVISION_LABEL = "org.opencontainers.image.revision"
 BASE_IMAGE = "cloudrunner/base:bookworm"
 RUNTIME_REPOSITORY = "cloudrunner/hook-runtime"
 DEFAULT_RUNTIME_IMAGE = f"{RUNTIME_REPOSITORY}:latest"
@@ -53,18 +55,64 @@ class BuildStep:
     built: bool
 
 
+#: where a wheel carries the recipes (hatch_build.py puts images/<name>/ there)
+PACKAGED_IMAGES = "_images"
+#: the recipes `build_all` builds, each a folder of images/ with its Dockerfile
+RECIPES = ("hook-runtime", "egress-proxy")
+
+
 def images_dir() -> Path:
-    """The images/ folder: in the source tree, or shipped inside the package."""
+    """The folder of the image recipes: $CLOUDRUNNER_IMAGES_DIR, else the ones an installed
+    wheel carries (cloudrunner/_images/), else the source checkout's images/."""
     here = Path(__file__).resolve().parent
     override = os.environ.get("CLOUDRUNNER_IMAGES_DIR")
-    candidates = [Path(override)] if override else [here.parent / "images", here / "_images"]
-    for candidate in candidates:
+    if override:
+        if (Path(override) / "hook-runtime" / "Dockerfile").is_file():
+            return Path(override)
+        raise ImageBuildError(
+            f"CLOUDRUNNER_IMAGES_DIR={override} holds no hook-runtime/Dockerfile; point it "
+            "at an images/ folder of cloudrunner, or unset it to use the recipes installed "
+            "with the package"
+        )
+    for candidate in (here / PACKAGED_IMAGES, here.parent / "images"):
         if (candidate / "hook-runtime" / "Dockerfile").is_file():
             return candidate
     raise ImageBuildError(
-        "cannot find images/hook-runtime/Dockerfile next to the package; run from a "
-        "cloudrunner checkout or set CLOUDRUNNER_IMAGES_DIR to the images/ folder"
+        f"the image recipes are not installed with this cloudrunner (no {here / PACKAGED_IMAGES}) "
+        "and it does not run from a checkout; reinstall it from a wheel or the .deb, or set "
+        "CLOUDRUNNER_IMAGES_DIR to a checkout's images/ folder"
     )
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    path: Path
+    images: tuple[str, ...]
+
+
+def recipes() -> list[Recipe]:
+    """Each image `build_all` builds, and the worker's (`cloudrunner images worker`), with
+    the folder it is built from (the base is made by debootstrap: its recipe is this
+    module)."""
+    where = images_dir()
+    refs = {
+        "hook-runtime": (f"{RUNTIME_REPOSITORY}:{__version__}", DEFAULT_RUNTIME_IMAGE),
+        "egress-proxy": (
+            f"{EGRESS_PROXY_REPOSITORY}:{__version__}", f"{EGRESS_PROXY_REPOSITORY}:latest"
+        ),
+    }  # fmt: skip
+    found = [Recipe("base", Path(__file__).resolve(), (BASE_IMAGE,))]
+    for name in RECIPES:
+        path = where / name
+        if not (path / "Dockerfile").is_file():
+            raise ImageBuildError(f"{path}/Dockerfile is missing; the recipes are incomplete")
+        found.append(Recipe(name, path, refs[name]))
+    from cloudrunner.worker_image import WORKER_REPOSITORY, recipe_dir
+
+    worker = (f"{WORKER_REPOSITORY}:{__version__}", f"{WORKER_REPOSITORY}:latest")
+    found.append(Recipe("worker", recipe_dir(), worker))
+    return found
 
 
 def apt_mirror(sources_dir: Path = Path("/etc/apt")) -> str:
@@ -98,6 +146,14 @@ def runtime_key(dockerfile: bytes, base_image_id: str, manifest: bytes = b"") ->
     return _sha256(text)
 
 
+def version_labels() -> dict[str, str]:
+    """The OCI labels naming the cloudrunner version (and commit) that built an image."""
+    from cloudrunner.version import identity
+
+    info = identity()
+    return {VERSION_LABEL: info["version"], REVISION_LABEL: info["commit"]}
+
+
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -112,7 +168,7 @@ def _existing_key(client: docker.DockerClient, ref: str) -> tuple[str | None, st
     return labels.get(BUILD_KEY_LABEL), image.id
 
 
-def _progress(message: str) -> None:
+def progress(message: str) -> None:
     print(f"images: {message}", file=sys.stderr, flush=True)
 
 
@@ -122,7 +178,7 @@ def build_base(
     key = base_key()
     have, _ = _existing_key(client, ref)
     if have == key and not force:
-        _progress(f"{ref} is up to date (key {key[:12]}), skipped")
+        progress(f"{ref} is up to date (key {key[:12]}), skipped")
         return BuildStep(ref, key, built=False)
     debootstrap = shutil.which("debootstrap")
     if debootstrap is None:
@@ -133,7 +189,7 @@ def build_base(
     mirror = apt_mirror()
     with tempfile.TemporaryDirectory(prefix="cloudrunner-base-") as tmp:
         root = Path(tmp) / "root"
-        _progress(f"debootstrap --variant={VARIANT} {SUITE} from {mirror} (about a minute)")
+        progress(f"debootstrap --variant={VARIANT} {SUITE} from {mirror} (about a minute)")
         proc = subprocess.run(
             [debootstrap, f"--variant={VARIANT}", SUITE, str(root), mirror],
             stdout=subprocess.PIPE,
@@ -149,11 +205,11 @@ def build_base(
                 f"Last output:\n{tail}"
             )
         tarball = Path(tmp) / "root.tar"
-        _progress("packing the tree")
+        progress("packing the tree")
         subprocess.run(
             ["tar", "--numeric-owner", "-C", str(root), "-cf", str(tarball), "."], check=True
         )
-        _progress(f"importing as {ref}")
+        progress(f"importing as {ref}")
         repository, tag = ref.split(":")
         try:
             client.api.import_image_from_file(
@@ -184,7 +240,7 @@ def build_runtime(
     key = runtime_key(dockerfile, base_id, manifest)
     refs = [tag] if tag else [f"{RUNTIME_REPOSITORY}:{__version__}", DEFAULT_RUNTIME_IMAGE]
     if not force and all(_existing_key(client, ref)[0] == key for ref in refs):
-        _progress(f"{' and '.join(refs)} up to date (key {key[:12]}), skipped")
+        progress(f"{' and '.join(refs)} up to date (key {key[:12]}), skipped")
         return BuildStep(refs[0], key, built=False)
     if manifest:
         _require_x86_64(client)
@@ -192,7 +248,7 @@ def build_runtime(
         context = Path(tmp)
         shutil.copyfile(source / "Dockerfile", context / "Dockerfile")
         if manifest:
-            _progress(f"fetching and verifying the artefacts pinned in {manifest_path}")
+            progress(f"fetching and verifying the artefacts pinned in {manifest_path}")
             try:
                 image_artefacts.stage(manifest_path, context)
             except image_artefacts.ArtefactError as exc:
@@ -203,7 +259,7 @@ def build_runtime(
     for ref in refs[1:]:
         repository, _, name = ref.rpartition(":")
         client.images.get(image_id).tag(repository, name)
-    _progress(f"tagged {' and '.join(refs)}")
+    progress(f"tagged {' and '.join(refs)}")
     return BuildStep(refs[0], key, built=True)
 
 
@@ -227,9 +283,11 @@ def check_architecture(arch: str) -> None:
 
 
 def context_key(context: Path, base_image_id: str) -> str:
-    """A build key over every file of a build context (names, modes and contents)."""
+    """A build key over every file of a build context (names, modes and contents), but
+    for Python's byte-code caches (pip writes them beside a wheel's recipes)."""
     h = hashlib.sha256(base_image_id.encode())
-    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+    files = (p for p in context.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    for path in sorted(files):
         h.update(f"\n{path.relative_to(context)}\0{path.stat().st_mode & 0o777:o}\0".encode())
         h.update(path.read_bytes())
     return h.hexdigest()
@@ -245,23 +303,39 @@ def build_egress_proxy(client: docker.DockerClient, *, force: bool = False) -> B
     key = context_key(context, base_id)
     refs = [f"{EGRESS_PROXY_REPOSITORY}:{__version__}", f"{EGRESS_PROXY_REPOSITORY}:latest"]
     if not force and all(_existing_key(client, ref)[0] == key for ref in refs):
-        _progress(f"{' and '.join(refs)} up to date (key {key[:12]}), skipped")
+        progress(f"{' and '.join(refs)} up to date (key {key[:12]}), skipped")
         return BuildStep(refs[0], key, built=False)
     image_id = _build_context(client, context, refs[0], key)
     client.images.get(image_id).tag(EGRESS_PROXY_REPOSITORY, "latest")
-    _progress(f"tagged {' and '.join(refs)}")
+    progress(f"tagged {' and '.join(refs)}")
     return BuildStep(refs[0], key, built=True)
 
 
 def _build_context(client: docker.DockerClient, context: Path, ref: str, key: str) -> str:
-    _progress(f"building {ref}")
+    progress(f"building {ref}")
+    return run_build(
+        client, context, ref,
+        buildargs={"BASE": BASE_IMAGE}, labels={BUILD_KEY_LABEL: key, **version_labels()},
+    )  # fmt: skip
+
+
+def run_build(
+    client: docker.DockerClient,
+    context: Path,
+    ref: str,
+    *,
+    buildargs: dict[str, str],
+    labels: dict[str, str],
+) -> str:
+    """`docker build` of `context` tagged `ref`, its steps on stderr; the image id, or an
+    ImageBuildError with the last lines of the build's output."""
     image_id: str | None = None
     recent: deque[str] = deque(maxlen=12)
-    for chunk in _stream_build(client, context, ref, key):
+    for chunk in _stream_build(client, context, ref, buildargs, labels):
         if "stream" in chunk:
             line = str(chunk["stream"]).rstrip()
             if line.startswith("Step "):
-                _progress(line)
+                progress(line)
             elif line:
                 recent.append(line)
         if "error" in chunk:
@@ -279,14 +353,18 @@ def _build_context(client: docker.DockerClient, context: Path, ref: str, key: st
 
 
 def _stream_build(
-    client: docker.DockerClient, context: Path, tag: str, key: str
+    client: docker.DockerClient,
+    context: Path,
+    tag: str,
+    buildargs: dict[str, str],
+    labels: dict[str, str],
 ) -> Iterator[dict[str, Any]]:
     try:
         yield from client.api.build(
             path=str(context),
             tag=tag,
-            buildargs={"BASE": BASE_IMAGE},
-            labels={BUILD_KEY_LABEL: key},
+            buildargs=buildargs,
+            labels=labels,
             rm=True,
             forcerm=True,
             decode=True,

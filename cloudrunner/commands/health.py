@@ -45,6 +45,10 @@ def health_command(args: "argparse.Namespace") -> int:
         return 1
     if reply.status == 200:
         print(reply.body.decode(errors="replace").strip())
+        if not args.ready:
+            mismatch = version_mismatch(reply.body)
+            if mismatch:
+                print(mismatch, file=sys.stderr)
         return 0
     try:
         reason = json.loads(reply.body).get("reason") or reply.body.decode(errors="replace")
@@ -54,3 +58,38 @@ def health_command(args: "argparse.Namespace") -> int:
     print(f"cloudrunner: not {state} (HTTP {reply.status}): {str(reason).strip()[:300]}",
           file=sys.stderr)  # fmt: skip
     return 1
+
+
+#: what a version or commit the daemon states may hold to be repeated (one line, no escapes)
+_PLAIN = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+-_")
+
+
+def _plain(value: object) -> "str | None":
+    if isinstance(value, str) and 0 < len(value) <= 64 and all(c in _PLAIN for c in value):
+        return value
+    return None
+
+
+def version_mismatch(body: bytes) -> "str | None":
+    """The one line saying the daemon's version (its /healthz answer) is not this client's,
+    or None when they are the same. client/health.go says the same words."""
+    import json
+
+    from cloudrunner.version import VERSION
+
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        data = {}
+    daemon = _plain(data.get("version"))
+    advice = "use one version of both (cloudrunner --version, cloudrunner-hook --version)"
+    if daemon is None:
+        return (f"cloudrunner: the daemon does not say its version (it is older than this "
+                f"client, {VERSION}); {advice}")  # fmt: skip
+    if daemon == VERSION:
+        return None
+    commit = _plain(data.get("commit")) or "unknown"
+    return (f"cloudrunner: the daemon is version {daemon} (commit {commit}) and this client "
+            f"{VERSION}; {advice}")  # fmt: skip

@@ -28,6 +28,7 @@ from cloudrunner.daemon.metrics import CONTENT_TYPE
 from cloudrunner.daemon.openapi import OPERATIONS, Operation, document
 from cloudrunner.daemon.threads import ElasticPool
 from cloudrunner.refusals import ErrorCode
+from cloudrunner.version import identity
 from cloudrunner.worker import EventReply
 
 #: the largest body of a session-control request (not an event)
@@ -139,7 +140,7 @@ class App:
     # -- routes (named in openapi.OPERATIONS) -----------------------------------------
 
     async def healthz(self, request: Request, params: _Params) -> Response:
-        return json_response(200, {"status": "ok"})
+        return json_response(200, {"status": "ok", **identity()})
 
     async def readyz(self, request: Request, params: _Params) -> Response:
         ready, detail = await self._control(self.daemon.readiness)

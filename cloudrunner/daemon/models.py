@@ -25,6 +25,10 @@ class Error(BaseModel):
 
 class Health(BaseModel):
     status: Literal["ok"]
+    version: str
+    """the daemon's cloudrunner version (clients say when theirs differs)"""
+    commit: str
+    """the commit it was built from (12 hex digits, +dirty for a changed tree), or unknown"""
 
 
 class Readiness(BaseModel):

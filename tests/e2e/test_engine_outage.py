@@ -18,6 +18,7 @@ import requests
 
 from cloudrunner.audit import verify_log
 from cloudrunner.client import HttpReply
+from cloudrunner.version import identity
 from tests.e2e.conftest import Deployment
 from tests.support.ci import in_ci
 from tests.support.daemon_process import daemon_process
@@ -112,7 +113,7 @@ def test_engine_stopped_while_the_daemon_runs(deployment: Deployment) -> None:
             assert "followup_message" not in _answer(
                 daemon.event("stop", deployment.event("stop", status="completed"))
             )
-            assert _answer(daemon.call("GET", "/healthz")) == {"status": "ok"}
+            assert _answer(daemon.call("GET", "/healthz")) == {"status": "ok", **identity()}
         finally:
             subprocess.run(["bash", str(REPO / "scripts" / "docker-up")], check=True, timeout=120)
         deadline = time.monotonic() + 60

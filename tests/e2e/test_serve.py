@@ -20,6 +20,7 @@ import pytest
 
 from cloudrunner.audit.verify import verify_log
 from cloudrunner.client import Unreachable, request
+from cloudrunner.version import identity
 from tests.e2e.conftest import Deployment, make_deployment
 from tests.support.concurrency import run_in_threads
 from tests.support.daemon_process import DaemonProcess, daemon_process, run_client
@@ -234,7 +235,7 @@ def test_with_no_daemon_the_client_answers_by_policy_or_runs_in_process(
 
 def test_health_readiness_metrics_and_openapi(warm: tuple[Deployment, DaemonProcess]) -> None:
     deployment, daemon = warm
-    assert _answer(daemon.call("GET", "/healthz")) == {"status": "ok"}
+    assert _answer(daemon.call("GET", "/healthz")) == {"status": "ok", **identity()}
     ready = _answer(daemon.call("GET", "/readyz"))
     assert ready["ready"] is True and ready["engine"] is True
     proc = run_client(["health", "--ready"], b"", env=_client_env(daemon))
@@ -375,7 +376,7 @@ def test_tcp_needs_the_bearer_token(tmp_path: Path, docker_tracker: DockerTracke
             401, "unauthorized"
         )  # fmt: skip
         good = daemon.tcp_endpoint("s3cr3t-token-0123456789abcdef")
-        assert _answer(request(good, "GET", "/healthz")) == {"status": "ok"}
+        assert _answer(request(good, "GET", "/healthz")) == {"status": "ok", **identity()}
         payload = deployment.event("beforeShellExecution", command="rm -rf /",
                                    cwd=str(deployment.workspace))  # fmt: skip
         url = f"http://{daemon.tcp[0]}:{daemon.tcp[1]}"
@@ -416,7 +417,7 @@ def test_a_client_that_disconnects_mid_request_still_gets_its_event_recorded(
         assert decision["event"] == "stop"
         hook = [r for r in _records(deployment) if r["kind"] == "hook"][-1]
         assert hook["outcome"] == "ok"
-        assert _answer(daemon.call("GET", "/healthz")) == {"status": "ok"}
+        assert _answer(daemon.call("GET", "/healthz")) == {"status": "ok", **identity()}
     finally:
         daemon.stop()
 
@@ -576,7 +577,7 @@ def test_sigkill_during_an_event_fails_the_request_loudly_and_keeps_the_chain(
     )
     daemon.start()
     try:
-        assert _answer(daemon.call("GET", "/healthz")) == {"status": "ok"}
+        assert _answer(daemon.call("GET", "/healthz")) == {"status": "ok", **identity()}
         assert [r["kind"] for r in deployment.records()].count("reaped") >= 1
         report = verify_log(deployment.audit_log)
         # the chain holds; the killed event is reported as incomplete by its received seq

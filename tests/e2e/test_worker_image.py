@@ -24,6 +24,7 @@ import pytest
 from docker.models.containers import Container
 
 from cloudrunner.audit import verify_log
+from cloudrunner.version import VERSION, commit
 from tests.e2e.conftest import Deployment, make_deployment
 from tests.support.docker_tracking import DockerTracker
 
@@ -190,16 +191,23 @@ def test_the_image_runs_serve_as_a_non_root_user_with_a_healthcheck(
     base = docker_client.images.get("cloudrunner/base:bookworm")
     assert not base.attrs["Config"].get("Entrypoint")
     script = (
-        "id -u; cloudrunner --version; command -v docker || true; command -v cloudrunner-hook; "
+        "id -u; cloudrunner --version; cloudrunner-hook --version; command -v docker || true; "
+        "command -v cloudrunner-hook; "
         "echo '{}' | cloudrunner-hook hook stop --socket /nowhere/cloudrunner.sock 2>/dev/null"
     )
     out = docker_client.containers.run(
         worker_image, entrypoint=["sh", "-c"], command=[script], remove=True, network_mode="none"
     ).decode()
     # no docker CLI; the compiled client, with no daemon there, answers by the policy
-    assert out.split() == [
-        str(WORKER_UID), "cloudrunner", "0.1.0", "/opt/cloudrunner/bin/cloudrunner-hook", "{}"
+    # both clients print the version and the commit the image was built from
+    stamp = f"{VERSION} (commit {commit()})"
+    assert out.splitlines() == [
+        str(WORKER_UID), f"cloudrunner {stamp}", f"cloudrunner-hook {stamp}",
+        "/opt/cloudrunner/bin/cloudrunner-hook", "{}",
     ]  # fmt: skip
+    labels = docker_client.images.get(worker_image).labels
+    assert labels["org.opencontainers.image.version"] == VERSION
+    assert labels["org.opencontainers.image.revision"] == commit()
 
 
 @pytest.mark.parametrize("isolation", ["session", "hook"])

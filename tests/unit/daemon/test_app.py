@@ -15,6 +15,7 @@ from cloudrunner.daemon.app import CONTROL_BODY_CAP
 from cloudrunner.daemon.core import Daemon
 from cloudrunner.daemon.listeners import tcp_socket, unix_socket
 from cloudrunner.settings import load_settings
+from cloudrunner.version import identity
 from tests.support.daemon_front import serving
 
 
@@ -31,7 +32,7 @@ def _error(reply: HttpReply) -> tuple[int, str]:
 
 
 def test_health_and_openapi(api: Endpoint) -> None:
-    assert json.loads(request(api, "GET", "/healthz").body) == {"status": "ok"}
+    assert json.loads(request(api, "GET", "/healthz").body) == {"status": "ok", **identity()}
     spec = json.loads(request(api, "GET", "/openapi.json").body)
     assert spec["openapi"] == "3.1.0" and "/v1/events/{event}" in spec["paths"]
 

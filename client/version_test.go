@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestVersionMismatchSaysOneLineOnlyWhenTheVersionsDiffer(t *testing.T) {
+	advice := "; use one version of both (cloudrunner --version, cloudrunner-hook --version)"
+	cases := map[string]string{
+		`{"status":"ok","version":"0.1.0","commit":"abc"}`: "",
+		`{"status":"ok","version":"0.2.0","commit":"0123456789ab"}`: "cloudrunner: the daemon is " +
+			"version 0.2.0 (commit 0123456789ab) and this client 0.1.0" + advice,
+		`{"status":"ok","version":"0.2.0","commit":"a\nb"}`: "cloudrunner: the daemon is " +
+			"version 0.2.0 (commit unknown) and this client 0.1.0" + advice,
+		`{"status":"ok"}`: "cloudrunner: the daemon does not say its version (it is older " +
+			"than this client, 0.1.0)" + advice,
+		`{"version":"0.2.0\u001b[2J"}`: "cloudrunner: the daemon does not say its version (it " +
+			"is older than this client, 0.1.0)" + advice,
+		`{"version":7}`: "cloudrunner: the daemon does not say its version (it is older " +
+			"than this client, 0.1.0)" + advice,
+		`["version"]`: "cloudrunner: the daemon does not say its version (it is older " +
+			"than this client, 0.1.0)" + advice,
+		`not json`: "cloudrunner: the daemon does not say its version (it is older " +
+			"than this client, 0.1.0)" + advice,
+		`{"version":"` + strings.Repeat("9", 65) + `"}`: "cloudrunner: the daemon does not say " +
+			"its version (it is older than this client, 0.1.0)" + advice,
+	}
+	for body, want := range cases {
+		if got := versionMismatch([]byte(body), "0.1.0"); got != want {
+			t.Errorf("%s:\n got %q\nwant %q", body, got, want)
+		}
+	}
+	if got := versionMismatch([]byte(`{"status":"ok"}`), "unknown"); got != "" {
+		t.Errorf("a binary built without a version compared itself: %q", got)
+	}
+}
+
+func TestVersionFlagPrintsTheStampedVersionAndCommit(t *testing.T) {
+	version, commit = "1.2.3", "0123456789ab"
+	defer func() { version, commit = "unknown", "unknown" }()
+	var out, errs bytes.Buffer
+	if code := run([]string{"--version"}, &out, &errs); code != 0 || errs.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errs.String())
+	}
+	if got := out.String(); got != "cloudrunner-hook 1.2.3 (commit 0123456789ab)\n" {
+		t.Fatalf("printed %q", got)
+	}
+}

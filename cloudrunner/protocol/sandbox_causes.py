@@ -46,6 +46,8 @@ class CauseKind(StrEnum):
     READ_ONLY_OUTSIDE_WORKSPACE = "read_only_outside_workspace"
     #: a failed name lookup or an unreachable network
     NO_NETWORK = "no_network"
+    #: the hook's own stdin/stdout/stderr refused when opened by path (/dev/stdin)
+    STANDARD_STREAM = "standard_stream"
 
 
 @dataclass(frozen=True)
@@ -221,6 +223,16 @@ def _read_only(path: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
     )
 
 
+def _stream(path: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
+    return CauseKind.STANDARD_STREAM, (
+        f"the hook could not open its own {path} by path: the sandbox handed it a stream its "
+        f"uid {ctx.uid} may not open again (on a VM it can); this is the sandbox's fault, not "
+        "the hook's: report it to the operator (cloudrunner makes a hook's pipes its own; an "
+        "older agent or another image may not), or read descriptor 0 directly (`jq .` with "
+        "no file, `readFileSync(0)`)"
+    )
+
+
 def _no_network(host: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
     what = f"`{host}` cannot be resolved" if host else "the network cannot be reached"
     if ctx.network in ("", "none") and ctx.source in MANAGED_NAMES:
@@ -259,7 +271,15 @@ def _rule(name: str, pattern: str, explain: Explain) -> Rule:
 
 _Q = "['\u2018\u2019\"`]"  # quotes: ASCII, the UTF-8 typographic ones coreutils uses, backtick
 
+#: the hook's own standard streams by path: /dev/stdin, /dev/fd/1, /proc/self/fd/2
+_STREAM = r"(?P<x>/dev/(?:stdin|stdout|stderr|fd/[012])|/proc/(?:self|thread-self)/fd/[012])\b"
+
 RULES: tuple[Rule, ...] = (
+    # before the generic EACCES rules: `cat: /dev/stdin: Permission denied`, jq's "Could not
+    # open file /dev/stdin: Permission denied", "EACCES: permission denied, open '/dev/stdin'",
+    # "[Errno 13] Permission denied: '/dev/stdin'", "cannot create /dev/stderr: Permission ..."
+    _rule("stream-denied", rf"{_STREAM}{_Q}?:? Permission denied", _stream),
+    _rule("stream-eacces", rf"(?:EACCES|Permission denied)\b.*{_Q}{_STREAM}{_Q}", _stream),
     # a shebang with a carriage return: /usr/bin/env: 'bash\r': No such file or directory
     _rule("env-crlf", rf"env: {_Q}?(?P<x>[^'\u2019\s]+?)(?:\r|\\r){_Q}?: No such file", _crlf),
     _rule("shebang-crlf", r"^(?:/\S+: )?/\S+?/(?P<x>\w+)\^M: bad interpreter", _crlf),

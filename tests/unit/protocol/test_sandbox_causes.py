@@ -30,6 +30,7 @@ NOEXEC = CauseKind.NOT_EXECUTABLE
 WSRO = CauseKind.WORKSPACE_NOT_WRITABLE
 RO = CauseKind.READ_ONLY_OUTSIDE_WORKSPACE
 NET = CauseKind.NO_NETWORK
+STREAM = CauseKind.STANDARD_STREAM
 
 # (stderr line, exit code, kind, subject)
 TABLE: list[tuple[str, int, CauseKind, str]] = [
@@ -99,6 +100,17 @@ TABLE: list[tuple[str, int, CauseKind, str]] = [
      "error 30)", 2, RO, "/home/hook/.cache/uv"),
     (f"error: failed to open file `{WS}/uv.lock`: Permission denied (os error 13)", 2, WSRO,
      f"{WS}/uv.lock"),
+    # the hook's own streams by path, refused (a pipe of another uid)
+    ("jq: error: Could not open file /dev/stdin: Permission denied", 2, STREAM, "/dev/stdin"),
+    ("cat: /dev/stdin: Permission denied", 1, STREAM, "/dev/stdin"),
+    ("sh: 1: cannot create /dev/stderr: Permission denied", 2, STREAM, "/dev/stderr"),
+    ("tee: /dev/stdout: Permission denied", 1, STREAM, "/dev/stdout"),
+    ("PermissionError: [Errno 13] Permission denied: '/dev/stdin'", 1, STREAM, "/dev/stdin"),
+    ("Error: EACCES: permission denied, open '/dev/stdin'", 1, STREAM, "/dev/stdin"),
+    ("bash: /proc/self/fd/0: Permission denied", 1, STREAM, "/proc/self/fd/0"),
+    ("sh: 3: cannot open /dev/fd/0: Permission denied", 2, STREAM, "/dev/fd/0"),
+    # another process's descriptors are not the hook's streams: the generic rule
+    ("sh: 5: cannot create /proc/1/fd/0: Permission denied", 2, RO, "/proc/1/fd/0"),
     # no network
     ("curl: (6) Could not resolve host: api.example.com", 6, NET, "api.example.com"),
     ("fatal: unable to access 'https://github.com/a/b/': Could not resolve host: github.com", 128,
@@ -130,6 +142,8 @@ def test_each_stderr_line_names_its_cause(
         (WSRO, ["the workspace is not writable by the hook uid 10001"]),
         (RO, ["only the workspace and /tmp are writable"]),
         (NET, ["no network for project hooks"]),
+        (STREAM, ["its own /dev/stdin by path", "uid 10001", "the sandbox's fault",
+                  "readFileSync(0)"]),
         (NOEXEC, ["chmod +x", "git update-index --chmod=+x"]),
         (CauseKind.CRLF_SHEBANG, ["CRLF"]),
         (SCRIPT, ["was not found", "is not where the hook looks", "#!/usr/bin/env"]),

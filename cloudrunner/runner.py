@@ -14,8 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cloudrunner import transcript
 from cloudrunner.protocol import sandbox_causes
-from cloudrunner.protocol.claude_io import claude_stdin
+from cloudrunner.protocol.claude_io import claude_stdin, wants_last_message
 from cloudrunner.protocol.merge import run_tiers
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.plan import Plan, PlannedHook
@@ -128,9 +129,13 @@ def run_plan(
     max_parallel: int,
     homes: Mapping[SourceKind, str] | None = None,
     hook_env: Callable[[PlannedHook], Mapping[str, str]] | None = None,
+    shown: transcript.Transcript | None = None,
 ) -> RunOutcome:
     """`homes`: each source's HOME (a source without one keeps the image's); `hook_env` adds
-    variables for one hook run (the egress proxy's per-run credential)."""
+    variables for one hook run (the egress proxy's per-run credential); `shown`: the event's
+    transcript as hooks may see it (a Claude `Stop` hook gets its last assistant message,
+    read once, before any hook of the event runs)."""
+    last_message = transcript.last_assistant_message(shown) if wants_last_message(plan) else None
     env = hook_environment(plan, workspace, session_env)
     envs = {
         kind: hook_environment(plan, workspace, session_env, home=home)
@@ -148,7 +153,7 @@ def run_plan(
         request = ExecRequest(
             command=hook.command,
             cwd=str(hook.working_dir),
-            stdin=claude_stdin(plan, hook),
+            stdin=claude_stdin(plan, hook, last_message),
             env=(
                 {**envs.get(hook.source_kind, env), **hook_env(hook)}
                 if hook_env is not None

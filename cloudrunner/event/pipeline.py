@@ -212,6 +212,7 @@ class EventPipeline:
                 session_env=state.env,
                 max_parallel=self.settings.max_parallel_hooks,
                 homes={kind: HOOK_HOME for kind, home in homes.items() if home.path},
+                shown=shown,
                 hook_env=lambda hook: self.egress.hook_env(
                     str(hook.source_kind),
                     RunAttribution(

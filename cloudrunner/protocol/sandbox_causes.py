@@ -233,6 +233,16 @@ def _stream(path: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
     )
 
 
+def _pnpm_pin(host: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
+    kind, message = _no_network(host, ctx)
+    return kind, (
+        "pnpm tried to download the pnpm version the repository pins (package.json "
+        f"`packageManager`), which {_image(ctx)} lacks, and {message[0].lower()}{message[1:]}; "
+        "or put that pnpm version in the image (.cursor/environment.json), or let pnpm use "
+        "its own version (`pmOnFail: warn` in pnpm-workspace.yaml)"
+    )
+
+
 def _no_network(host: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
     what = f"`{host}` cannot be resolved" if host else "the network cannot be reached"
     if ctx.network in ("", "none") and ctx.source in MANAGED_NAMES:
@@ -351,6 +361,11 @@ RULES: tuple[Rule, ...] = (
     _rule("name-resolution", r"(?:Temporary failure in name resolution|unable to resolve host "
           r"address '?(?P<x>[^'\s]+)'?)", _no_network),
     _rule("unreachable", r"(?:ENETUNREACH|Network is unreachable)", _no_network),
+    # pnpm (and npm): "[ERROR] GET https://registry.npmjs.org/pnpm: fetch failed"; the
+    # registry's pnpm packages: the version package.json `packageManager` pins
+    _rule("pnpm-pin-fetch", r"GET https?://(?P<x>[^/\s:]+)\S*/(?:pnpm|@pnpm%2[Ff]\w+): fetch "
+          r"failed", _pnpm_pin),
+    _rule("fetch-failed", r"GET https?://(?P<x>[^/\s:]+)\S*: fetch failed", _no_network),
 )  # fmt: skip
 
 

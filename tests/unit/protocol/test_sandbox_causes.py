@@ -120,6 +120,11 @@ TABLE: list[tuple[str, int, CauseKind, str]] = [
     ("socket.gaierror: [Errno -3] Temporary failure in name resolution", 1, NET, ""),
     ("wget: unable to resolve host address 'example.org'", 4, NET, "example.org"),
     ("OSError: [Errno 101] Network is unreachable", 1, NET, ""),
+    ("[ERROR] GET https://registry.npmjs.org/left-pad: fetch failed", 1, NET,
+     "registry.npmjs.org"),
+    ("[ERROR] GET https://registry.npmjs.org/pnpm: fetch failed", 1, NET, "registry.npmjs.org"),
+    ("[WARN] Cannot use the pnpm version this project pins: ERR_PNPM_META_FETCH_FAIL: GET "
+     "https://registry.npmjs.org/@pnpm%2Fexe: fetch failed", 0, NET, "registry.npmjs.org"),
 ]  # fmt: skip
 
 
@@ -286,3 +291,13 @@ def test_without_a_cause_nothing_changes() -> None:
     r = _classify("preToolUse", 1, "my own failure\n", fail_closed=True)
     assert r.reason == "exit code 1"
     assert r.sandbox_cause is None
+
+
+def test_a_pnpm_pin_the_image_lacks_names_package_manager_and_the_fixes() -> None:
+    cause = find_cause("[ERROR] GET https://registry.npmjs.org/pnpm: fetch failed\n", CTX)
+    assert cause is not None and cause.kind is NET
+    for fragment in ("`packageManager`", "cloudrunner/hook-runtime:latest lacks",
+                     "no network for project hooks", "pmOnFail: warn"):  # fmt: skip
+        assert fragment in cause.message
+    other = find_cause("[ERROR] GET https://registry.npmjs.org/left-pad: fetch failed", CTX)
+    assert other is not None and "packageManager" not in other.message

@@ -46,6 +46,8 @@ class CauseKind(StrEnum):
     READ_ONLY_OUTSIDE_WORKSPACE = "read_only_outside_workspace"
     #: a failed name lookup or an unreachable network
     NO_NETWORK = "no_network"
+    #: EPERM changing the mode or owner of a workspace file another uid owns (root's)
+    NOT_OWNER = "not_owner"
     #: the hook's own stdin/stdout/stderr refused when opened by path (/dev/stdin)
     STANDARD_STREAM = "standard_stream"
 
@@ -223,6 +225,19 @@ def _read_only(path: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
     )
 
 
+def _not_owner(path: str, ctx: SandboxContext) -> tuple[CauseKind, str] | None:
+    """EPERM on a mode or owner change: only a file's owner may make it. None outside the
+    workspace (the image's files are root's on a VM as well)."""
+    if not ctx.in_workspace(path):
+        return None
+    return CauseKind.NOT_OWNER, (
+        f"{path} belongs to another user than the hook uid {ctx.uid}, and only a file's owner "
+        "may change its mode: hooks run as the checkout's owner but never as root, so where "
+        "root owns the checkout they run as an unprivileged uid; hand the checkout to the "
+        "agent's non-root user (chown -R), and hooks run as that user"
+    )
+
+
 def _stream(path: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
     return CauseKind.STANDARD_STREAM, (
         f"the hook could not open its own {path} by path: the sandbox handed it a stream its "
@@ -340,6 +355,13 @@ RULES: tuple[Rule, ...] = (
     _rule("coreutils-erofs", rf"cannot [a-z ]+ {_Q}(?P<x>[^'\u2019\"]+){_Q}: Read-only file "
           "system", _read_only),
     _rule("sh-erofs", r"cannot create (?P<x>\S+): Read-only file system", _read_only),
+    # EPERM changing a mode (or owner): chmod/chown, Python's os.chmod, Node's fs.chmod
+    _rule("coreutils-eperm", rf"changing (?:permissions|ownership) of {_Q}(?P<x>[^'\u2019\"]+)"
+          rf"{_Q}: Operation not permitted", _not_owner),
+    _rule("python-eperm", rf"\[Errno 1\] Operation not permitted: {_Q}(?P<x>[^'\"]+){_Q}",
+          _not_owner),
+    _rule("node-eperm", r"EPERM: operation not permitted, (?:chmod|chown|lchown|utime) "
+          r"'(?P<x>[^']+)'", _not_owner),
     # EACCES
     _rule("python-eacces", rf"\[Errno 13\] Permission denied: {_Q}(?P<x>[^'\"]+){_Q}", _denied),
     _rule("node-eacces", r"EACCES: permission denied, \w+ '(?P<x>[^']+)'", _denied),

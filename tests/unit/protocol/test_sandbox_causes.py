@@ -31,6 +31,7 @@ WSRO = CauseKind.WORKSPACE_NOT_WRITABLE
 RO = CauseKind.READ_ONLY_OUTSIDE_WORKSPACE
 NET = CauseKind.NO_NETWORK
 STREAM = CauseKind.STANDARD_STREAM
+OWNER = CauseKind.NOT_OWNER
 
 # (stderr line, exit code, kind, subject)
 TABLE: list[tuple[str, int, CauseKind, str]] = [
@@ -100,6 +101,13 @@ TABLE: list[tuple[str, int, CauseKind, str]] = [
      "error 30)", 2, RO, "/home/hook/.cache/uv"),
     (f"error: failed to open file `{WS}/uv.lock`: Permission denied (os error 13)", 2, WSRO,
      f"{WS}/uv.lock"),
+    # a mode change of a workspace file root owns (hooks never run as root)
+    (f"chmod: changing permissions of '{WS}/bin/run': Operation not permitted", 1, OWNER,
+     f"{WS}/bin/run"),
+    (f"PermissionError: [Errno 1] Operation not permitted: '{WS}/x.sh'", 1, OWNER, f"{WS}/x.sh"),
+    (f"Error: EPERM: operation not permitted, chmod '{WS}/hook.js'", 1, OWNER, f"{WS}/hook.js"),
+    ("chmod: changing permissions of 'scripts/a.sh': Operation not permitted", 1, OWNER,
+     "scripts/a.sh"),
     # the hook's own streams by path, refused (a pipe of another uid)
     ("jq: error: Could not open file /dev/stdin: Permission denied", 2, STREAM, "/dev/stdin"),
     ("cat: /dev/stdin: Permission denied", 1, STREAM, "/dev/stdin"),
@@ -147,6 +155,8 @@ def test_each_stderr_line_names_its_cause(
         (WSRO, ["the workspace is not writable by the hook uid 10001"]),
         (RO, ["only the workspace and /tmp are writable"]),
         (NET, ["no network for project hooks"]),
+        (OWNER, ["belongs to another user than the hook uid 10001", "never as root",
+                 "chown -R"]),
         (STREAM, ["its own /dev/stdin by path", "uid 10001", "the sandbox's fault",
                   "readFileSync(0)"]),
         (NOEXEC, ["chmod +x", "git update-index --chmod=+x"]),
@@ -301,3 +311,9 @@ def test_a_pnpm_pin_the_image_lacks_names_package_manager_and_the_fixes() -> Non
         assert fragment in cause.message
     other = find_cause("[ERROR] GET https://registry.npmjs.org/left-pad: fetch failed", CTX)
     assert other is not None and "packageManager" not in other.message
+
+
+def test_a_mode_change_outside_the_workspace_is_not_the_checkouts_owner() -> None:
+    """The image's files are root's on a VM too: no cause is claimed for them."""
+    assert find_cause("chmod: changing permissions of '/usr/bin/git': Operation not "
+                      "permitted", CTX) is None  # fmt: skip

@@ -43,8 +43,9 @@ fi
 """
 
 
+@pytest.mark.parametrize("isolation", ["session", "hook"])
 def test_named_variables_pass_and_the_record_names_them(
-    tmp_path: Path, docker_tracker: DockerTracker
+    tmp_path: Path, docker_tracker: DockerTracker, isolation: str
 ) -> None:
     why = missing_client()
     if why:
@@ -64,7 +65,7 @@ def test_named_variables_pass_and_the_record_names_them(
     state = tmp_path / "state"
     daemon = daemon_process(
         ["--config", str(config), "--workspace", str(ws), "--state-dir", str(state),
-         "--enterprise-hooks", str(tmp_path / "none.json"), "--isolation", "session"],
+         "--enterprise-hooks", str(tmp_path / "none.json"), "--isolation", isolation],
         state=state, worker_id=docker_tracker.worker_id, env=DAEMON_ENV,
     ).start()  # fmt: skip
     payload = {

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID
+from cloudrunner.sandbox.owner import checkout_owner
 
 STATE_FILE = "gate.json"
 LOCK_FILE = "gate.lock"
@@ -344,10 +344,9 @@ def evaluate(
 
 
 def default_hook_user(workspace: Path) -> tuple[int, int] | None:
-    """Who hooks run as without a profile `user`: the workspace owner, never 0 (None when
-    the workspace cannot be read: the probe then says why)."""
+    """Who hooks run as without a profile `user`: the checkout's owner, never 0 (see
+    `sandbox.owner`; None when the workspace cannot be read: the probe then says why)."""
     try:
-        st = workspace.stat()
+        return checkout_owner(workspace)
     except OSError:
         return None
-    return st.st_uid or FALLBACK_HOOK_UID, st.st_gid or FALLBACK_HOOK_UID

@@ -14,8 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cloudrunner import transcript
+from cloudrunner.hook_env import Passed
 from cloudrunner.protocol import sandbox_causes
-from cloudrunner.protocol.claude_io import claude_stdin
+from cloudrunner.protocol.claude_io import claude_stdin, wants_last_message
 from cloudrunner.protocol.merge import run_tiers
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.plan import Plan, PlannedHook
@@ -66,13 +68,21 @@ def sandbox_context(
 
 
 def hook_environment(
-    plan: Plan, workspace: Path, session_env: Mapping[str, str], *, home: str | None = None
+    plan: Plan,
+    workspace: Path,
+    session_env: Mapping[str, str],
+    *,
+    home: str | None = None,
+    passed: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """Spec section 5: exactly these variables, nothing from the worker's own environment;
-    plus HOME when the source has a hook home (as a VM's shell has one)."""
+    """Spec section 5: exactly these variables, nothing from the worker's own environment
+    but what the operator's allowlist passes (`passed`, see `hook_env`: below the rest, as
+    a VM's environment is below what a session sets); plus HOME when the source has a hook
+    home (as a VM's shell has one)."""
     payload = plan.payload
     env = {
-        # the session's env from sessionStart first, so the fixed variables always win
+        **(passed or {}),
+        # the session's env from sessionStart next, so the fixed variables always win
         **session_env,
         "CURSOR_PROJECT_DIR": str(workspace),
         "CLAUDE_PROJECT_DIR": str(workspace),
@@ -117,6 +127,8 @@ class RunOutcome:
     results: tuple[HookResult, ...]
     #: what the sandbox returned for each hook that ran, by hook id
     executions: Mapping[str, ExecResult]
+    #: what the operator's allowlist passed to each source's hooks (`hook_env`)
+    passed_env: Mapping[SourceKind, Passed] = field(default_factory=dict)
 
 
 def run_plan(
@@ -128,14 +140,23 @@ def run_plan(
     max_parallel: int,
     homes: Mapping[SourceKind, str] | None = None,
     hook_env: Callable[[PlannedHook], Mapping[str, str]] | None = None,
+    shown: transcript.Transcript | None = None,
+    passed_env: Mapping[SourceKind, Passed] | None = None,
 ) -> RunOutcome:
     """`homes`: each source's HOME (a source without one keeps the image's); `hook_env` adds
-    variables for one hook run (the egress proxy's per-run credential)."""
+    variables for one hook run (the egress proxy's per-run credential); `shown`: the event's
+    transcript as hooks may see it (a Claude `Stop` hook gets its last assistant message,
+    read once, before any hook of the event runs)."""
+    last_message = transcript.last_assistant_message(shown) if wants_last_message(plan) else None
+    passed_env = passed_env or {}
     env = hook_environment(plan, workspace, session_env)
     envs = {
-        kind: hook_environment(plan, workspace, session_env, home=home)
-        for kind, home in (homes or {}).items()
-    }
+        kind: hook_environment(
+            plan, workspace, session_env, home=(homes or {}).get(kind),
+            passed=passed_env[kind].values if kind in passed_env else None,
+        )
+        for kind in {*(homes or {}), *passed_env}
+    }  # fmt: skip
     executions: dict[str, ExecResult] = {}
     lock = threading.Lock()
 
@@ -148,7 +169,7 @@ def run_plan(
         request = ExecRequest(
             command=hook.command,
             cwd=str(hook.working_dir),
-            stdin=claude_stdin(plan, hook),
+            stdin=claude_stdin(plan, hook, last_message),
             env=(
                 {**envs.get(hook.source_kind, env), **hook_env(hook)}
                 if hook_env is not None
@@ -168,4 +189,4 @@ def run_plan(
             return list(pool.map(run_one, hooks))
 
     results = run_tiers(plan, run_tier)
-    return RunOutcome(results, executions)
+    return RunOutcome(results, executions, passed_env)

@@ -217,6 +217,38 @@ class SandboxSettings(SandboxProfile):
         return SandboxProfile.model_validate({**base, **over})
 
 
+def _env_entry(value: str) -> str:
+    from cloudrunner.hook_env import check_entry
+
+    return check_entry(value)
+
+
+EnvEntries = Annotated[list[Annotated[str, AfterValidator(_env_entry)]], Field(max_length=256)]
+
+
+class HookEnvSettings(_Section):
+    """Variables of the daemon's own environment passed to each source's hooks (see
+    `cloudrunner.hook_env`): exact names, or prefixes ending in `*`; a name that looks like
+    a credential passes only when listed by its exact name."""
+
+    enterprise: EnvEntries = Field(default_factory=list)
+    """variables (`CI`) or prefixes (`DEPLOY_*`) of the daemon's environment passed to enterprise
+    hooks; a credential-looking name only by its exact name"""
+    team: EnvEntries = Field(default_factory=list)
+    """variables (`CI`) or prefixes (`DEPLOY_*`) of the daemon's environment passed to team
+    hooks; a credential-looking name only by its exact name"""
+    project: EnvEntries = Field(default_factory=list)
+    """variables (`CI`) or prefixes (`DEPLOY_*`) of the daemon's environment passed to project
+    hooks (and Claude Code hooks); a credential-looking name only by its exact name"""
+    user: EnvEntries = Field(default_factory=list)
+    """variables (`CI`) or prefixes (`DEPLOY_*`) of the daemon's environment passed to user
+    hooks (desktop profile); a credential-looking name only by its exact name"""
+
+    def entries(self, kind: str) -> list[str]:
+        value: list[str] = getattr(self, kind, [])
+        return value
+
+
 class Settings(_Section):
     profile: Literal["cloud", "desktop"] = "cloud"
     """cloud: enterprise, team and project command hooks, the 14 cloud events;
@@ -240,6 +272,7 @@ class Settings(_Section):
     server: ServerSettings = Field(default_factory=ServerSettings)
     home: HomeSettings = Field(default_factory=HomeSettings)
     egress: EgressSettings = Field(default_factory=EgressSettings)
+    hook_env: HookEnvSettings = Field(default_factory=HookEnvSettings)
 
     @model_validator(mode="after")
     def _egress_fits_the_sandbox(self) -> Settings:

@@ -12,6 +12,7 @@ workspace's own mount.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from dataclasses import dataclass
@@ -69,3 +70,92 @@ def resolve(path: str | None, *, state_dir: Path, workspace: Path) -> Transcript
     if _inside(normal, os.path.realpath(workspace)):
         return Transcript(path, None, True, "inside the workspace, visible through its mount")
     return Transcript(path, Path(normal), True, "mounted read-only at its own path")
+
+
+#: how much of a transcript's end is read for its last assistant message
+TAIL_BYTES = 4 << 20
+
+
+def last_assistant_message(shown: Transcript | None) -> str | None:
+    """The text of the transcript's last assistant message (what Claude Code gives a `Stop`
+    hook as `last_assistant_message`), or None: no transcript hooks may see, unreadable, or
+    no assistant message in its last `TAIL_BYTES`.
+
+    Read only when hooks may see the file anyway (`shown.visible`: the same checks as for
+    the mount), without following a symbolic link at the last step, and only its end.
+    Cursor writes JSON lines (`{"role": "assistant", ...}`, the text in `text`, `content`
+    or `message.content`, a string or a list of `{"type": "text", "text": ...}` blocks); a
+    plain-text transcript's last `assistant:` block is read as well."""
+    if shown is None or not shown.visible:
+        return None
+    try:
+        fd = os.open(shown.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        start = max(0, st.st_size - TAIL_BYTES)
+        data = os.pread(fd, min(st.st_size, TAIL_BYTES), start)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    text = data.decode("utf-8", "replace")
+    if start:
+        text = text.partition("\n")[2]  # the first line is cut
+    return _last_in_json_lines(text) or _last_in_plain_text(text)
+
+
+def _last_in_json_lines(text: str) -> str | None:
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(entry, dict):
+            continue
+        message = entry.get("message")
+        inner = message if isinstance(message, dict) else {}
+        role = entry.get("role") or entry.get("type") or inner.get("role")
+        if role != "assistant":
+            continue
+        for value in (entry.get("text"), entry.get("content"), inner.get("content"),
+                      inner.get("text")):  # fmt: skip
+            found = _text_of(value)
+            if found:
+                return found
+    return None
+
+
+def _text_of(value: object) -> str | None:
+    if isinstance(value, str):
+        return value.strip() or None
+    if isinstance(value, list):
+        parts = [
+            block["text"]
+            for block in value
+            if isinstance(block, dict)
+            and block.get("type", "text") == "text"
+            and isinstance(block.get("text"), str)
+        ]
+        joined = "\n".join(p for p in parts if p.strip()).strip()
+        return joined or None
+    return None
+
+
+def _last_in_plain_text(text: str) -> str | None:
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.strip().lower() == "assistant:"]
+    if not starts:
+        return None
+    block: list[str] = []
+    for line in lines[starts[-1] + 1 :]:
+        if line.strip().lower() in ("user:", "assistant:"):
+            break
+        block.append(line)
+    return "\n".join(block).strip() or None

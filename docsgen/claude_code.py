@@ -60,6 +60,8 @@ Each Claude hook gets on stdin the document Claude Code gives: `session_id` (the
 conversation id), `transcript_path`, `cwd`, `hook_event_name` in Claude's spelling, and the
 event's own fields (`tool_name` in Claude's spelling, `tool_input`, `tool_response`,
 `prompt`, `stop_hook_active`, `agent_type`, `trigger`, ...), built from Cursor's event.
+A `Stop` hook also gets `last_assistant_message`, read from the transcript (see the
+decisions below).
 
 Its answer is read as Claude Code reads it and written as the Cursor answer it means:
 
@@ -75,6 +77,9 @@ Its answer is read as Claude Code reads it and written as the Cursor answer it m
 | `hookSpecificOutput.additionalContext` | `PostToolUse`, `SessionStart` | `additional_context` |
 | `hookSpecificOutput.updatedMCPToolOutput` | `PostToolUse` | `updated_mcp_tool_output` |
 | `decision: block`, `reason` | `PreToolUse` / `UserPromptSubmit` | deny / `continue: false` |
+| `decision: ask`, `reason` | `PreToolUse` | `permission: ask`, `reason` as `user_message` |
+| `decision: ask`, `reason` | `UserPromptSubmit` | `continue: false` (it cannot ask) |
+| plain stdout | `UserPromptSubmit` | dropped, recorded why (model context, see below) |
 | `decision: block`, `reason` | `Stop`, `SubagentStop` | `reason` as `followup_message` |
 | `decision: block`, `reason` | `PostToolUse` | `reason` as `additional_context` |
 | `continue: false`, `stopReason` | decision events | deny / `continue: false` with the reason |

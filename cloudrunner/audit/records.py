@@ -130,6 +130,8 @@ class HookFields(EventFields, total=False):
     stderr_digest: TextDigest
     #: a failure the sandbox caused (kind, subject, message, the stderr line that showed it)
     sandbox_cause: dict[str, Any]
+    #: the daemon's variables the operator's allowlist passed, refused and missed (names)
+    passed_env: dict[str, Any]
 
 
 class ReceivedFields(EventFields, total=False):

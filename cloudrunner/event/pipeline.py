@@ -26,7 +26,7 @@ from typing import Any, NamedTuple, NoReturn
 
 import structlog
 
-from cloudrunner import ownership, recording, transcript, workspace
+from cloudrunner import hook_env, ownership, recording, transcript, workspace
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind
 from cloudrunner.audit.records import Entry
 from cloudrunner.daemon.threads import ElasticPool
@@ -123,6 +123,8 @@ class EventPipeline:
         self.helpers = helpers
         self.on_sources = on_sources
         self.hook_records = records.HookRecords(audit)
+        #: the operator's allowlisted variables of this process's environment, per source
+        self.passed_env = hook_env.resolve_all(settings.hook_env.entries, os.environ)
 
     def handle(self, payload: bytes, event: str | None = None) -> EventReply:
         try:
@@ -212,6 +214,8 @@ class EventPipeline:
                 session_env=state.env,
                 max_parallel=self.settings.max_parallel_hooks,
                 homes={kind: HOOK_HOME for kind, home in homes.items() if home.path},
+                shown=shown,
+                passed_env=self.passed_env,
                 hook_env=lambda hook: self.egress.hook_env(
                     str(hook.source_kind),
                     RunAttribution(

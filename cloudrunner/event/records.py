@@ -246,6 +246,9 @@ class HookRecords:
                 "decision": merged.answer,
                 "commit": ws.commit,
             }
+            passed = outcome.passed_env.get(hook.source_kind)
+            if passed is not None:  # the operator's allowlist: names only, never values
+                fields["passed_env"] = passed.record()
             if result.sandbox_cause is not None:
                 # a failure the sandbox caused: what, the fix, and the stderr line showing it
                 cause = result.sandbox_cause.to_dict()

@@ -87,8 +87,19 @@ def _tool_response(claude_tool: str | None, output: Any) -> Any:
     return decoded
 
 
-def claude_input(claude_event: str, payload: EventInput, project_dir: str) -> dict[str, Any]:
-    """The stdin document Claude Code gives a hook of `claude_event`, from Cursor's payload."""
+#: the Claude events whose input carries `last_assistant_message` (read from the transcript)
+LAST_MESSAGE_EVENTS = frozenset({"Stop"})
+
+
+def claude_input(
+    claude_event: str,
+    payload: EventInput,
+    project_dir: str,
+    last_assistant_message: str | None = None,
+) -> dict[str, Any]:
+    """The stdin document Claude Code gives a hook of `claude_event`, from Cursor's payload
+    (and, for `Stop`, the transcript's last assistant message when the worker could read it:
+    Cursor's `stop` does not carry it)."""
     get = payload.__dict__.get
     out: dict[str, Any] = {
         "session_id": payload.conversation_id or "",
@@ -111,6 +122,8 @@ def claude_input(claude_event: str, payload: EventInput, project_dir: str) -> di
         out["prompt"] = get("prompt") or ""
     elif claude_event in ("Stop", "SubagentStop"):
         out["stop_hook_active"] = bool(get("loop_count") or 0)
+        if claude_event in LAST_MESSAGE_EVENTS and last_assistant_message is not None:
+            out["last_assistant_message"] = last_assistant_message
         if claude_event == "SubagentStop":
             out["agent_type"] = get("subagent_type") or ""
             out["agent_transcript_path"] = get("agent_transcript_path")
@@ -129,16 +142,37 @@ def claude_input(claude_event: str, payload: EventInput, project_dir: str) -> di
     return out
 
 
-def claude_stdin(plan: Plan, hook: PlannedHook) -> bytes:
+def wants_last_message(plan: Plan) -> bool:
+    """Whether a hook of the plan is a Claude hook whose input carries the transcript's last
+    assistant message (so the transcript is read at most once, and only then)."""
+    return any(
+        hook.entry.claude is not None and hook.entry.claude.event in LAST_MESSAGE_EVENTS
+        for hook in plan.hooks_to_run
+    )
+
+
+def claude_stdin(plan: Plan, hook: PlannedHook, last_assistant_message: str | None = None) -> bytes:
     """What a hook gets on stdin: the event's bytes, or Claude's document for a Claude hook."""
     claude = hook.entry.claude
     if claude is None:
         return plan.payload_bytes
-    document = claude_input(claude.event, plan.payload, str(hook.working_dir))
+    document = claude_input(
+        claude.event, plan.payload, str(hook.working_dir), last_assistant_message
+    )
     return json.dumps(document, ensure_ascii=False).encode("utf-8")
 
 
 # ----------------------------------------------------------------------------- answer
+
+
+def prompt_context_dropped(what: str) -> str:
+    """Why a UserPromptSubmit hook's context (plain stdout, `additionalContext`) is not in
+    the answer, stated as Claude Code would have used it (the hooks spec's decision)."""
+    return (
+        f"{what} (Claude Code adds a UserPromptSubmit hook's {what} to the model's context "
+        "with the prompt; Cursor's beforeSubmitPrompt answer carries only continue and "
+        "user_message, no context for the model, so it is dropped)"
+    )
 
 
 @dataclass
@@ -196,6 +230,24 @@ def _block(t: Translated, claude_event: str, spec: EventSpec, message: str, what
         t.unmapped.append(f"{what} ({claude_event} cannot block in Claude Code)")
 
 
+def _ask(t: Translated, spec: EventSpec, message: str) -> None:
+    """A top-level `decision: "ask"`: the hook wants a confirmation. The safer reading wins
+    (the hooks spec's decision): `ask` where the event can ask, a block where it can only
+    allow or deny (or continue or stop), never a pass."""
+    what = "decision ask"
+    if spec.decision is Decision.NONE:
+        t.unmapped.append(f"{what} ({spec.name} takes no decision)")
+        return
+    if spec.decision is Decision.CONTINUE or "ask" not in spec.permissions or spec.ask_means_deny:
+        _deny(t, spec, message or None, f"{what} ({spec.name} cannot ask: the safer reading)")
+        return
+    if t.answer.get("permission") != "deny":
+        t.answer["permission"] = "ask"  # over an allow in the same answer: the safer reading
+        t.mapped.append(f"{what} -> permission ask")
+    if message:
+        _put(t, spec, "user_message", message, "reason")
+
+
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -220,9 +272,12 @@ def translate_answer(
     except (ValueError, RecursionError):
         raw = None
     if not isinstance(raw, dict):
-        # Claude Code shows plain stdout in its transcript; on SessionStart it is context
+        # Claude Code adds plain stdout to the model's context on SessionStart and
+        # UserPromptSubmit, and shows it in its transcript elsewhere
         if claude_event == "SessionStart":
             _put(t, spec, "additional_context", text.strip(), "plain stdout")
+        elif claude_event == "UserPromptSubmit":
+            t.unmapped.append(prompt_context_dropped("plain stdout"))
         else:
             t.unmapped.append("plain stdout (not a JSON object; Claude Code only shows it)")
         return t
@@ -260,12 +315,14 @@ def _read_object(t: Translated, claude_event: str, spec: EventSpec, raw: dict[st
                 _put(t, spec, "user_message", reason, "permissionDecisionReason")
     old = raw.get("decision")
     if old is not None:
-        if old not in ("block", "approve", "allow", "deny"):
-            t.invalid = f"`decision` must be block or approve, not {old!r}"
+        if old not in ("block", "approve", "allow", "deny", "ask"):
+            t.invalid = f"`decision` must be block, approve or ask, not {old!r}"
             return
         message = _text(raw.get("reason")) or ""
         if old in ("block", "deny"):
             _block(t, claude_event, spec, message, f"decision {old}")
+        elif old == "ask":
+            _ask(t, spec, message)
         elif spec.decision is Decision.PERMISSION and "permission" not in t.answer:
             t.answer["permission"] = "allow"
             t.mapped.append(f"decision {old} -> permission allow")
@@ -277,7 +334,13 @@ def _read_object(t: Translated, claude_event: str, spec: EventSpec, raw: dict[st
         if t.answer.get("permission") != "deny":
             _put(t, spec, "updated_input", updated, "updatedInput")
     context = _text(specific.get("additionalContext"))
-    if context:
+    if (
+        context
+        and claude_event == "UserPromptSubmit"
+        and "additional_context" not in (spec.output_fields)
+    ):
+        t.unmapped.append(prompt_context_dropped("additionalContext"))
+    elif context:
         _put(t, spec, "additional_context", context, "additionalContext")
     if "updatedMCPToolOutput" in specific:
         _put(t, spec, "updated_mcp_tool_output", specific["updatedMCPToolOutput"],

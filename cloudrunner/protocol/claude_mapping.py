@@ -197,9 +197,27 @@ DECISIONS: tuple[tuple[str, str], ...] = (
      "A command runs under `/bin/sh -c` like Cursor's hooks (Claude Code uses bash where it "
      "has one); a script that needs bash says so in its shebang."),
     ("Plain stdout",
-     "Non-JSON stdout with exit code 0 is not an error (Claude Code shows it in its "
-     "transcript): on `SessionStart` it becomes `additional_context`, elsewhere it is "
-     "recorded as not mapped."),
+     "Non-JSON stdout with exit code 0 is not an error. Claude Code adds it to the model's "
+     "context on `SessionStart` and `UserPromptSubmit`, and shows it in its transcript "
+     "elsewhere. On `SessionStart` it becomes `additional_context`. On `UserPromptSubmit` "
+     "it is dropped, and the record says why as Claude Code would have used it: Cursor's "
+     "`beforeSubmitPrompt` answer carries only `continue` and `user_message`, no context for "
+     "the model (the same for `additionalContext` there). Elsewhere it is recorded as not "
+     "mapped."),
+    ("A decision that asks",
+     "The hooks spec's decision: where a Claude answer has no exact Cursor equivalent, the "
+     "safer reading wins, and a decision that asks for confirmation is `ask`, never a pass. "
+     "A top-level `\"decision\": \"ask\"` on `PreToolUse` is `permission: ask` (its "
+     "`reason` the `user_message`), also over an `allow` in the same answer; on an event "
+     "that can only allow or block (`UserPromptSubmit`, `SubagentStart`) it is a block; on "
+     "one that takes no decision it is named as not mapped. Any other `decision` value is "
+     "`invalid_output`."),
+    ("The last assistant message",
+     "Claude Code gives a `Stop` hook `last_assistant_message`; Cursor's `stop` does not "
+     "carry it. The worker reads it from the end of the event's transcript, only when hooks "
+     "may see that file themselves (the same checks as for its mount), once per event before "
+     "any hook runs; without a readable transcript or an assistant message in it, the field "
+     "is absent rather than made up."),
     ("What cannot be mapped",
      "A field of a Claude answer with no Cursor equivalent on that event (for example "
      "`additionalContext` on `PreToolUse`, `suppressOutput`) is named in the hook's outcome "

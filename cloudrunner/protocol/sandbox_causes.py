@@ -46,6 +46,10 @@ class CauseKind(StrEnum):
     READ_ONLY_OUTSIDE_WORKSPACE = "read_only_outside_workspace"
     #: a failed name lookup or an unreachable network
     NO_NETWORK = "no_network"
+    #: EPERM changing the mode or owner of a workspace file another uid owns (root's)
+    NOT_OWNER = "not_owner"
+    #: the hook's own stdin/stdout/stderr refused when opened by path (/dev/stdin)
+    STANDARD_STREAM = "standard_stream"
 
 
 @dataclass(frozen=True)
@@ -221,6 +225,39 @@ def _read_only(path: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
     )
 
 
+def _not_owner(path: str, ctx: SandboxContext) -> tuple[CauseKind, str] | None:
+    """EPERM on a mode or owner change: only a file's owner may make it. None outside the
+    workspace (the image's files are root's on a VM as well)."""
+    if not ctx.in_workspace(path):
+        return None
+    return CauseKind.NOT_OWNER, (
+        f"{path} belongs to another user than the hook uid {ctx.uid}, and only a file's owner "
+        "may change its mode: hooks run as the checkout's owner but never as root, so where "
+        "root owns the checkout they run as an unprivileged uid; hand the checkout to the "
+        "agent's non-root user (chown -R), and hooks run as that user"
+    )
+
+
+def _stream(path: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
+    return CauseKind.STANDARD_STREAM, (
+        f"the hook could not open its own {path} by path: the sandbox handed it a stream its "
+        f"uid {ctx.uid} may not open again (on a VM it can); this is the sandbox's fault, not "
+        "the hook's: report it to the operator (cloudrunner makes a hook's pipes its own; an "
+        "older agent or another image may not), or read descriptor 0 directly (`jq .` with "
+        "no file, `readFileSync(0)`)"
+    )
+
+
+def _pnpm_pin(host: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
+    kind, message = _no_network(host, ctx)
+    return kind, (
+        "pnpm tried to download the pnpm version the repository pins (package.json "
+        f"`packageManager`), which {_image(ctx)} lacks, and {message[0].lower()}{message[1:]}; "
+        "or put that pnpm version in the image (.cursor/environment.json), or let pnpm use "
+        "its own version (`pmOnFail: warn` in pnpm-workspace.yaml)"
+    )
+
+
 def _no_network(host: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
     what = f"`{host}` cannot be resolved" if host else "the network cannot be reached"
     if ctx.network in ("", "none") and ctx.source in MANAGED_NAMES:
@@ -259,7 +296,15 @@ def _rule(name: str, pattern: str, explain: Explain) -> Rule:
 
 _Q = "['\u2018\u2019\"`]"  # quotes: ASCII, the UTF-8 typographic ones coreutils uses, backtick
 
+#: the hook's own standard streams by path: /dev/stdin, /dev/fd/1, /proc/self/fd/2
+_STREAM = r"(?P<x>/dev/(?:stdin|stdout|stderr|fd/[012])|/proc/(?:self|thread-self)/fd/[012])\b"
+
 RULES: tuple[Rule, ...] = (
+    # before the generic EACCES rules: `cat: /dev/stdin: Permission denied`, jq's "Could not
+    # open file /dev/stdin: Permission denied", "EACCES: permission denied, open '/dev/stdin'",
+    # "[Errno 13] Permission denied: '/dev/stdin'", "cannot create /dev/stderr: Permission ..."
+    _rule("stream-denied", rf"{_STREAM}{_Q}?:? Permission denied", _stream),
+    _rule("stream-eacces", rf"(?:EACCES|Permission denied)\b.*{_Q}{_STREAM}{_Q}", _stream),
     # a shebang with a carriage return: /usr/bin/env: 'bash\r': No such file or directory
     _rule("env-crlf", rf"env: {_Q}?(?P<x>[^'\u2019\s]+?)(?:\r|\\r){_Q}?: No such file", _crlf),
     _rule("shebang-crlf", r"^(?:/\S+: )?/\S+?/(?P<x>\w+)\^M: bad interpreter", _crlf),
@@ -310,6 +355,13 @@ RULES: tuple[Rule, ...] = (
     _rule("coreutils-erofs", rf"cannot [a-z ]+ {_Q}(?P<x>[^'\u2019\"]+){_Q}: Read-only file "
           "system", _read_only),
     _rule("sh-erofs", r"cannot create (?P<x>\S+): Read-only file system", _read_only),
+    # EPERM changing a mode (or owner): chmod/chown, Python's os.chmod, Node's fs.chmod
+    _rule("coreutils-eperm", rf"changing (?:permissions|ownership) of {_Q}(?P<x>[^'\u2019\"]+)"
+          rf"{_Q}: Operation not permitted", _not_owner),
+    _rule("python-eperm", rf"\[Errno 1\] Operation not permitted: {_Q}(?P<x>[^'\"]+){_Q}",
+          _not_owner),
+    _rule("node-eperm", r"EPERM: operation not permitted, (?:chmod|chown|lchown|utime) "
+          r"'(?P<x>[^']+)'", _not_owner),
     # EACCES
     _rule("python-eacces", rf"\[Errno 13\] Permission denied: {_Q}(?P<x>[^'\"]+){_Q}", _denied),
     _rule("node-eacces", r"EACCES: permission denied, \w+ '(?P<x>[^']+)'", _denied),
@@ -331,6 +383,11 @@ RULES: tuple[Rule, ...] = (
     _rule("name-resolution", r"(?:Temporary failure in name resolution|unable to resolve host "
           r"address '?(?P<x>[^'\s]+)'?)", _no_network),
     _rule("unreachable", r"(?:ENETUNREACH|Network is unreachable)", _no_network),
+    # pnpm (and npm): "[ERROR] GET https://registry.npmjs.org/pnpm: fetch failed"; the
+    # registry's pnpm packages: the version package.json `packageManager` pins
+    _rule("pnpm-pin-fetch", r"GET https?://(?P<x>[^/\s:]+)\S*/(?:pnpm|@pnpm%2[Ff]\w+): fetch "
+          r"failed", _pnpm_pin),
+    _rule("fetch-failed", r"GET https?://(?P<x>[^/\s:]+)\S*: fetch failed", _no_network),
 )  # fmt: skip
 
 

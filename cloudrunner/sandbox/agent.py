@@ -290,7 +290,11 @@ class Agent:
             return
         job = Job(meta, frame.body)
         self.hook_uids.add(meta["uid"])
-        (in_r, in_w), (out_r, out_w), (err_r, err_w) = (os.pipe2(os.O_CLOEXEC) for _ in range(3))
+        try:
+            (in_r, in_w), (out_r, out_w), (err_r, err_w) = _hook_pipes(meta["uid"], meta["gid"])
+        except OSError as exc:
+            self.send(_result(job.id, "spawn_error", None, f"pipes: {exc}", 0.0))
+            return
         env = dict(self.base_env)
         env["HOME"] = home_of(meta["uid"])
         env.update({str(k): str(v) for k, v in meta["env"].items()})
@@ -653,6 +657,45 @@ def _write_oom_score_adj(value: bytes) -> None:
         os.write(fd, value)
     finally:
         os.close(fd)
+
+
+def _hook_pipes(uid: int, gid: int) -> list[tuple[int, int]]:
+    """The hook's stdin, stdout and stderr pipes (read end, write end), owned by its uid.
+
+    A pipe belongs to whoever made it, with mode 0600, and opening it again by path
+    (`/dev/stdin` is `/proc/self/fd/0`; `jq . /dev/stdin`, `echo x >/dev/stderr`,
+    Node's `readFileSync("/dev/stdin")`) checks that mode: made by the agent (uid 0) the
+    hook could not open its own streams by path, as it can on a VM. So the agent makes them
+    with the hook's effective uid/gid (keeping 0 as its real and saved ids, as in a spawn)
+    and switches back; `fchown` would do the same under runc, but gVisor refuses it on a
+    pipe. The hook gains nothing it did not have: these pipes are its own streams; the
+    agent's channel and the other ends live in the agent's descriptor table, which a hook
+    of another uid cannot reach through /proc."""
+    switch = os.geteuid() == 0 and uid != 0
+    if switch:
+        os.setresgid(0, gid, 0)
+        try:
+            os.setresuid(0, uid, 0)
+        except OSError:
+            os.setresgid(0, 0, 0)
+            raise
+    pipes: list[tuple[int, int]] = []
+    try:
+        for _ in range(3):
+            pipes.append(os.pipe2(os.O_CLOEXEC))
+        return pipes
+    except OSError:
+        for fd in (fd for pair in pipes for fd in pair):
+            os.close(fd)
+        raise
+    finally:
+        if switch:
+            try:
+                os.setresuid(0, 0, 0)
+                os.setresgid(0, 0, 0)
+            except OSError as exc:
+                _log(f"cannot restore the agent's own ids after making a hook's pipes: {exc}")
+                os._exit(3)
 
 
 def _fork(

@@ -25,6 +25,7 @@ from cloudrunner.sandbox.base import (
     SandboxSpec,
 )
 from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID, SandboxLimits, SandboxProfile
+from cloudrunner.sandbox.owner import checkout_owner
 
 #: where the agent's two files are mounted; a namespace package, so no __init__ needed
 AGENT_ROOT = "/opt/cloudrunner"
@@ -72,16 +73,16 @@ def hook_identity(spec: SandboxSpec) -> tuple[int, int]:
 
 def identity_for(profile: SandboxProfile, workspace: Path) -> tuple[int, int]:
     """uid, gid hooks of `profile` run as in `workspace`: the profile's, else the
-    workspace owner's, never 0 (FALLBACK_HOOK_UID instead)."""
+    checkout owner's (`owner.checkout_owner`), never 0 (FALLBACK_HOOK_UID instead)."""
     try:
-        st = workspace.stat()
+        owner_uid, owner_gid = checkout_owner(workspace)
     except OSError as exc:
         raise SandboxConfigError(
             f"cannot read the workspace {workspace}: {exc.strerror}; "
             "give the sandbox an existing directory"
         ) from exc
-    uid = profile.user if profile.user is not None else st.st_uid
-    gid = profile.group if profile.group is not None else st.st_gid
+    uid = profile.user if profile.user is not None else owner_uid
+    gid = profile.group if profile.group is not None else owner_gid
     if uid == 0:
         uid = FALLBACK_HOOK_UID
     if gid == 0:

@@ -15,6 +15,7 @@ import pytest
 from tests.e2e.conftest import Deployment, bare_origin
 from tests.support.daemon_process import DaemonProcess, daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
+from tests.support.two_clients import missing_client, run_both
 
 GUARD = """\
 import json, sys
@@ -73,12 +74,16 @@ def _rewrite(command: str) -> dict[str, Any]:
     return {"type": "command", "command": "python3", "args": ["-c", script]}
 
 
-def _deployment(base: Path, worker_id: str, files: dict[str, str]) -> Deployment:
+def _deployment(
+    base: Path, worker_id: str, files: dict[str, str], *, executable: bool = False
+) -> Deployment:
     src = base / "src"
     for name, text in files.items():
         path = src / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+        if executable and name.endswith(".sh"):
+            path.chmod(0o755)
     origin = bare_origin(base, src, "claude hooks")
     enterprise = base / "enterprise"
     enterprise.mkdir()
@@ -227,3 +232,101 @@ def test_replay_covers_claude_hooks(tmp_path: Path, docker_tracker: DockerTracke
     off = replay("replay-off")
     assert off.returncode == 1, off.stdout + off.stderr
     assert "replay: 2 events, 0 match, 2 diverged" in off.stdout
+
+
+# Claude hooks that read their payload by path (/dev/stdin), as many public ones do: a
+# top-level `decision: "ask"`, a prompt hook's plain stdout, and a Stop hook that reads the
+# last assistant message Claude Code gives it.
+ASK_BY_PATH = """#!/bin/sh
+set -e
+if jq -e '.tool_input.command | test("push --force")' /dev/stdin >/dev/null; then
+  echo '{"decision": "ask", "reason": "confirm the force-push"}'
+fi
+"""
+PROMPT_BY_PATH = """#!/bin/sh
+set -e
+jq -e '.prompt' /dev/stdin >/dev/null
+echo "Staging is frozen this week."
+"""
+STOP_BY_PATH = """#!/bin/sh
+set -e
+said=$(node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync("/dev/stdin",
+  "utf8")).last_assistant_message || "")')
+case "$said" in
+  *"All tests pass"*) ;;
+  *) jq -cn --arg said "$said" '{decision: "block", reason: ("you said: " + $said)}' ;;
+esac
+"""
+BY_PATH_SETTINGS = {
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": ".claude/hooks/ask.sh"}]}],
+        "UserPromptSubmit": [{"hooks": [
+            {"type": "command", "command": ".claude/hooks/prompt.sh"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": ".claude/hooks/stop.sh"}]}],
+    },
+}  # fmt: skip
+
+
+def test_claude_hooks_reading_by_path_ask_add_context_and_see_the_last_message(
+    tmp_path: Path, docker_tracker: DockerTracker
+) -> None:
+    why = missing_client()
+    if why:
+        pytest.fail(why, pytrace=False)
+    files = {
+        ".claude/settings.json": json.dumps(BY_PATH_SETTINGS),
+        ".claude/hooks/ask.sh": ASK_BY_PATH,
+        ".claude/hooks/prompt.sh": PROMPT_BY_PATH,
+        ".claude/hooks/stop.sh": STOP_BY_PATH,
+    }
+    tmp_path.chmod(0o755)
+    deployment = _deployment(tmp_path, docker_tracker.worker_id, files, executable=True)
+    deployment.isolation = "session"
+    transcripts = tmp_path / "transcripts"
+    transcripts.mkdir(mode=0o755)
+    done = transcripts / "done.jsonl"
+    done.write_text(
+        json.dumps({"role": "user", "message": {"content": "fix it"}}) + "\n"
+        + json.dumps({"role": "assistant", "message": {"content": [
+            {"type": "text", "text": "All tests pass now."}]}}) + "\n"
+    )  # fmt: skip
+    busy = transcripts / "busy.jsonl"
+    busy.write_text(json.dumps({"role": "assistant", "text": "Still on it."}) + "\n")
+    for path in (done, busy):
+        path.chmod(0o644)
+    daemon = daemon_process(
+        [*deployment.flags(), "--claude-code"], state=deployment.state,
+        worker_id=deployment.worker_id,
+    ).start()  # fmt: skip
+    env = {"CLOUDRUNNER_SOCKET": str(daemon.socket_path)}
+
+    def answer(name: str, **fields: Any) -> dict[str, Any]:
+        payload = json.dumps(deployment.event(name, **fields)).encode()
+        outcome = run_both(["hook", name], payload, env)
+        assert outcome.code == 0, outcome
+        value = json.loads(outcome.stdout)
+        assert isinstance(value, dict)
+        return value
+
+    try:
+        push = {"command": "git push --force origin main"}
+        assert answer("preToolUse", tool_name="Shell", tool_input=push) == {
+            "permission": "ask", "user_message": "confirm the force-push"
+        }  # fmt: skip
+        assert answer("preToolUse", tool_name="Shell", tool_input={"command": "ls"}) == {
+            "permission": "allow"
+        }
+        assert answer("beforeSubmitPrompt", prompt="deploy") == {"continue": True}
+        assert answer("stop", status="completed", loop_count=0, transcript_path=str(done)) == {}
+        assert answer("stop", status="completed", loop_count=0, transcript_path=str(busy)) == {
+            "followup_message": "you said: Still on it."
+        }
+    finally:
+        daemon.stop()
+    hooks = [r for r in deployment.records() if r["kind"] == "hook"]
+    assert {h["outcome"] for h in hooks} == {"ok"}, [h["reason"] for h in hooks]
+    assert not [h for h in hooks if h.get("sandbox_cause")]
+    prompt = [h for h in hooks if h["event"] == "beforeSubmitPrompt"]
+    assert prompt and all("to the model's context" in h["reason"] for h in prompt)
+    assert all("no context for the model" in h["reason"] for h in prompt)

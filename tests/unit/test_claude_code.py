@@ -225,6 +225,17 @@ def test_the_input_is_claudes_shape() -> None:
     assert claude_input("Stop", stop, "/ws")["stop_hook_active"] is True
 
 
+def test_a_stop_hook_gets_the_last_assistant_message_when_the_worker_read_it() -> None:
+    stop = EVENTS["stop"].input_model.model_validate({"loop_count": 0})
+    got = claude_input("Stop", stop, "/ws", "All tests pass.")
+    assert got["last_assistant_message"] == "All tests pass."
+    # unknown (no transcript hooks may see): absent, never made up
+    assert "last_assistant_message" not in claude_input("Stop", stop, "/ws")
+    # only Stop carries it
+    pre = EVENTS["preToolUse"].input_model.model_validate({"tool_name": "Shell"})
+    assert "last_assistant_message" not in claude_input("PreToolUse", pre, "/ws", "x")
+
+
 # ---------------------------------------------------------------------------- answers
 
 
@@ -254,6 +265,73 @@ def test_permission_decisions() -> None:
         "permission": "deny",
         "agent_message": "r",
     }
+
+
+def test_a_top_level_ask_asks_and_is_never_a_pass() -> None:
+    """The hooks spec's decision: a decision that asks for confirmation is `ask`."""
+    ask = {"decision": "ask", "reason": "force-push: confirm"}
+    got = _t("PreToolUse", "preToolUse", 0, ask)
+    assert (got.answer, got.invalid) == ({"permission": "ask", "user_message": "force-push: "
+                                          "confirm"}, None)  # fmt: skip
+    assert "decision ask -> permission ask" in got.mapped
+    # over an allow of the same answer the safer reading wins; a deny stays a deny
+    allow = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
+    assert _t("PreToolUse", "preToolUse", 0, {**allow, "decision": "ask"}).answer == {
+        "permission": "ask"
+    }
+    deny = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny"}}
+    assert _t("PreToolUse", "preToolUse", 0, {**deny, "decision": "ask"}).answer == {
+        "permission": "deny"
+    }
+    # where the event cannot ask, a block; where it takes no decision, named as not mapped
+    assert _t("UserPromptSubmit", "beforeSubmitPrompt", 0, ask).answer == {
+        "continue": False, "user_message": "force-push: confirm"
+    }  # fmt: skip
+    assert _t("SubagentStart", "subagentStart", 0, ask).answer["permission"] == "deny"
+    stop = _t("Stop", "stop", 0, ask)
+    assert stop.answer == {} and "decision ask (stop takes no decision)" in stop.unmapped
+
+
+@pytest.mark.parametrize("value", ["ASK", "Ask", "ask ", 1, None, ["ask"]])
+def test_a_decision_that_only_looks_like_ask_is_invalid_not_a_pass(value: Any) -> None:
+    got = _t("PreToolUse", "preToolUse", 0, {"decision": value})
+    if value is None:  # JSON null: no decision given
+        assert (got.answer, got.invalid) == ({}, None)
+    else:
+        assert got.invalid and "block, approve or ask" in got.invalid
+
+
+def test_a_claude_ask_through_classify_is_an_ask_answer(tmp_path: Path) -> None:
+    ws = _repo(tmp_path, **{PROJECT: _group("PreToolUse", CMD, matcher="Bash")})
+    forget_loaded_sources()
+    sources = load_sources(SourceSettings(workspace=ws, claude_code=True))
+    tool_input = {"command": "git push --force"}
+    plan = build_plan(
+        sources.loaded, "preToolUse", {"tool_name": "Shell", "tool_input": tool_input}
+    )
+    (hook,) = plan.hooks_to_run
+    stdout = json.dumps({"decision": "ask", "reason": "confirm the force-push"}).encode()
+    result = classify_claude(hook, plan.event, Execution(ExecutionStatus.OK, 0, stdout))
+    assert result.outcome is Outcome.OK, result.reason
+    assert result.output == {"permission": "ask", "user_message": "confirm the force-push"}
+    assert "decision ask -> permission ask" in result.reason
+
+
+def test_a_prompt_hooks_plain_stdout_is_context_claude_adds_and_cursor_cannot_carry() -> None:
+    got = _t("UserPromptSubmit", "beforeSubmitPrompt", 0, b"Remember: staging is frozen.\n")
+    assert got.answer == {}
+    (reason,) = got.unmapped
+    assert "adds a UserPromptSubmit hook's plain stdout to the model's context" in reason
+    assert "beforeSubmitPrompt" in reason and "no context for the model" in reason
+    assert "only shows it" not in reason
+    ctx = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                  "additionalContext": "frozen"}}  # fmt: skip
+    (reason,) = _t("UserPromptSubmit", "beforeSubmitPrompt", 0, ctx).unmapped
+    assert (
+        reason.startswith("additionalContext (Claude Code adds") and "beforeSubmitPrompt" in reason
+    )
+    # elsewhere plain stdout is still only shown by Claude Code
+    assert "only shows it" in _t("Stop", "stop", 0, b"bye").unmapped[0]
 
 
 def test_stop_prompt_and_post_tool() -> None:

@@ -30,6 +30,8 @@ NOEXEC = CauseKind.NOT_EXECUTABLE
 WSRO = CauseKind.WORKSPACE_NOT_WRITABLE
 RO = CauseKind.READ_ONLY_OUTSIDE_WORKSPACE
 NET = CauseKind.NO_NETWORK
+STREAM = CauseKind.STANDARD_STREAM
+OWNER = CauseKind.NOT_OWNER
 
 # (stderr line, exit code, kind, subject)
 TABLE: list[tuple[str, int, CauseKind, str]] = [
@@ -99,6 +101,24 @@ TABLE: list[tuple[str, int, CauseKind, str]] = [
      "error 30)", 2, RO, "/home/hook/.cache/uv"),
     (f"error: failed to open file `{WS}/uv.lock`: Permission denied (os error 13)", 2, WSRO,
      f"{WS}/uv.lock"),
+    # a mode change of a workspace file root owns (hooks never run as root)
+    (f"chmod: changing permissions of '{WS}/bin/run': Operation not permitted", 1, OWNER,
+     f"{WS}/bin/run"),
+    (f"PermissionError: [Errno 1] Operation not permitted: '{WS}/x.sh'", 1, OWNER, f"{WS}/x.sh"),
+    (f"Error: EPERM: operation not permitted, chmod '{WS}/hook.js'", 1, OWNER, f"{WS}/hook.js"),
+    ("chmod: changing permissions of 'scripts/a.sh': Operation not permitted", 1, OWNER,
+     "scripts/a.sh"),
+    # the hook's own streams by path, refused (a pipe of another uid)
+    ("jq: error: Could not open file /dev/stdin: Permission denied", 2, STREAM, "/dev/stdin"),
+    ("cat: /dev/stdin: Permission denied", 1, STREAM, "/dev/stdin"),
+    ("sh: 1: cannot create /dev/stderr: Permission denied", 2, STREAM, "/dev/stderr"),
+    ("tee: /dev/stdout: Permission denied", 1, STREAM, "/dev/stdout"),
+    ("PermissionError: [Errno 13] Permission denied: '/dev/stdin'", 1, STREAM, "/dev/stdin"),
+    ("Error: EACCES: permission denied, open '/dev/stdin'", 1, STREAM, "/dev/stdin"),
+    ("bash: /proc/self/fd/0: Permission denied", 1, STREAM, "/proc/self/fd/0"),
+    ("sh: 3: cannot open /dev/fd/0: Permission denied", 2, STREAM, "/dev/fd/0"),
+    # another process's descriptors are not the hook's streams: the generic rule
+    ("sh: 5: cannot create /proc/1/fd/0: Permission denied", 2, RO, "/proc/1/fd/0"),
     # no network
     ("curl: (6) Could not resolve host: api.example.com", 6, NET, "api.example.com"),
     ("fatal: unable to access 'https://github.com/a/b/': Could not resolve host: github.com", 128,
@@ -108,6 +128,11 @@ TABLE: list[tuple[str, int, CauseKind, str]] = [
     ("socket.gaierror: [Errno -3] Temporary failure in name resolution", 1, NET, ""),
     ("wget: unable to resolve host address 'example.org'", 4, NET, "example.org"),
     ("OSError: [Errno 101] Network is unreachable", 1, NET, ""),
+    ("[ERROR] GET https://registry.npmjs.org/left-pad: fetch failed", 1, NET,
+     "registry.npmjs.org"),
+    ("[ERROR] GET https://registry.npmjs.org/pnpm: fetch failed", 1, NET, "registry.npmjs.org"),
+    ("[WARN] Cannot use the pnpm version this project pins: ERR_PNPM_META_FETCH_FAIL: GET "
+     "https://registry.npmjs.org/@pnpm%2Fexe: fetch failed", 0, NET, "registry.npmjs.org"),
 ]  # fmt: skip
 
 
@@ -130,6 +155,10 @@ def test_each_stderr_line_names_its_cause(
         (WSRO, ["the workspace is not writable by the hook uid 10001"]),
         (RO, ["only the workspace and /tmp are writable"]),
         (NET, ["no network for project hooks"]),
+        (OWNER, ["belongs to another user than the hook uid 10001", "never as root",
+                 "chown -R"]),
+        (STREAM, ["its own /dev/stdin by path", "uid 10001", "the sandbox's fault",
+                  "readFileSync(0)"]),
         (NOEXEC, ["chmod +x", "git update-index --chmod=+x"]),
         (CauseKind.CRLF_SHEBANG, ["CRLF"]),
         (SCRIPT, ["was not found", "is not where the hook looks", "#!/usr/bin/env"]),
@@ -272,3 +301,19 @@ def test_without_a_cause_nothing_changes() -> None:
     r = _classify("preToolUse", 1, "my own failure\n", fail_closed=True)
     assert r.reason == "exit code 1"
     assert r.sandbox_cause is None
+
+
+def test_a_pnpm_pin_the_image_lacks_names_package_manager_and_the_fixes() -> None:
+    cause = find_cause("[ERROR] GET https://registry.npmjs.org/pnpm: fetch failed\n", CTX)
+    assert cause is not None and cause.kind is NET
+    for fragment in ("`packageManager`", "cloudrunner/hook-runtime:latest lacks",
+                     "no network for project hooks", "pmOnFail: warn"):  # fmt: skip
+        assert fragment in cause.message
+    other = find_cause("[ERROR] GET https://registry.npmjs.org/left-pad: fetch failed", CTX)
+    assert other is not None and "packageManager" not in other.message
+
+
+def test_a_mode_change_outside_the_workspace_is_not_the_checkouts_owner() -> None:
+    """The image's files are root's on a VM too: no cause is claimed for them."""
+    assert find_cause("chmod: changing permissions of '/usr/bin/git': Operation not "
+                      "permitted", CTX) is None  # fmt: skip

@@ -246,3 +246,49 @@ def test_a_request_cannot_raise_the_limits_the_agent_holds(agent: AgentProcess) 
     assert frame.meta["outcome"] == "spawn_error"
     assert "cannot raise" in frame.meta["message"]
     assert agent.run("true", fsize=1 << 19).meta["outcome"] == "ok"  # lower is fine
+
+
+# Every common way a hook script reads its payload or writes its answer by path: on a VM the
+# hook's streams are its own to open again; here too, whether it is spawned or forked.
+BY_PATH = {
+    "cat": "cat /dev/stdin",
+    "exec-3": "exec 3</dev/stdin; cat <&3",
+    "python": "python3 -c 'import sys; sys.stdout.write(open(\"/dev/stdin\").read())'",
+    "proc-fd": "cat /proc/self/fd/0",
+}
+
+
+@pytest.mark.parametrize("nofile", [256, 64])  # spawned, forked
+@pytest.mark.parametrize("form", sorted(BY_PATH))
+def test_a_hook_opens_its_own_stdin_by_path(agent: AgentProcess, form: str, nofile: int) -> None:
+    frame = agent.run(BY_PATH[form], b'{"command": "ls"}', nofile=nofile)
+    assert (frame.meta["outcome"], err(frame)) == ("ok", b"")
+    assert out(frame) == b'{"command": "ls"}'
+
+
+@pytest.mark.parametrize("nofile", [256, 64])
+def test_a_hook_writes_to_its_stdout_and_stderr_by_path(agent: AgentProcess, nofile: int) -> None:
+    frame = agent.run("echo x >/dev/stderr; echo y | tee /dev/stdout", nofile=nofile)
+    assert frame.meta["outcome"] == "ok"
+    assert (out(frame), err(frame)) == (b"y\ny\n", b"x\n")
+
+
+def test_the_hooks_pipes_are_its_own_and_the_agent_stays_root(agent: AgentProcess) -> None:
+    frame = agent.run("stat -L -c '%u %g %a' /dev/stdin /dev/stdout /dev/stderr", b"in")
+    assert out(frame).decode().splitlines() == [f"{HOOK_UID} {HOOK_UID} 600"] * 3
+    # another uid's pipes are its own as well: the agent went back to root in between
+    frame = agent.run("stat -L -c '%u %g' /dev/stdin", b"in", uid=HOOK_UID + 1, gid=HOOK_UID + 2)
+    assert out(frame).split() == [str(HOOK_UID + 1).encode(), str(HOOK_UID + 2).encode()]
+
+
+def test_a_hook_cannot_open_the_agents_descriptors(agent: AgentProcess) -> None:
+    """Hostile: the agent's channel and its ends of the pipes are in its descriptor table."""
+    pid = agent.proc.pid
+    frame = agent.run(
+        f'for f in /proc/{pid}/fd/*; do cat "$f" </dev/null && echo opened $f; done; '
+        f"echo x > /proc/{pid}/fd/1 && echo wrote; ls /proc/{pid}/fd && echo listed; true",
+        timeout_s=5.0,
+    )
+    assert b"opened" not in out(frame) and b"wrote" not in out(frame)
+    assert b"listed" not in out(frame)
+    assert b"Permission denied" in err(frame)

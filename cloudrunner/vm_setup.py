@@ -158,7 +158,7 @@ def _need(event: str, sources: Sequence[LoadedSource], default: float, parallel:
             if entry.definition.type != "command":
                 continue
             seconds = entry.definition.timeout or default
-            where = f"{source.kind} {source.path}{entry.pointer}"
+            where = _printable(f"{source.kind} {source.path}{entry.pointer}")
             if not _finite_positive(seconds) or seconds > MAX_AGENT_TIMEOUT_S:
                 raise VmSetupError(_timeout_refusal(event, where, seconds))
             timeouts.append(seconds)
@@ -183,6 +183,11 @@ def _need(event: str, sources: Sequence[LoadedSource], default: float, parallel:
 
 def _finite_positive(seconds: float) -> bool:
     return isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0
+
+
+def _printable(text: str) -> str:
+    """`text` for a one-line message: a control character in a path shown as its escape."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _timeout_refusal(event: str, where: str, seconds: float) -> str:

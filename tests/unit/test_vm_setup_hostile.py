@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cloudrunner import vm_setup
@@ -261,6 +261,9 @@ def _dump(hooks: dict[str, list[dict[str, Any]]]) -> str:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(segments=st.lists(_SEGMENT, min_size=1, max_size=3), enterprise=_HOOKS, project=_HOOKS)
+# found by this test: a timeout refusal named a hooks file whose path held a newline
+@example(segments=["\n"], enterprise={},
+         project={"preToolUse": [{"command": "0", "timeout": 2147484.0}]})  # fmt: skip
 def test_any_path_and_any_hooks_give_files_that_read_back_or_one_line(
     tmp_path_factory: pytest.TempPathFactory,
     segments: list[str],

@@ -301,3 +301,13 @@ def test_any_spool_verifies(tmp_path_factory: pytest.TempPathFactory, lines: lis
     writer.close()
     assert report.records == len(lines) and report.problems == ()
     assert not lines or verify_log(writer.path).ok
+    # the counts become metric labels: whatever the lines say, only these three
+    assert set(report.outcomes) <= {"blocked", "allowed", "invalid"}
+    assert sum(report.outcomes.values()) == report.records
+
+
+def test_an_outcome_a_client_made_up_is_counted_as_invalid(run: Path, writer: AuditWriter) -> None:
+    _spool(run, line(outcome="pwned"), line(outcome="allowed", answer={}))
+    report = ingest(run, writer)
+    writer.close()
+    assert report.outcomes == {"invalid": 1, "allowed": 1}

@@ -23,12 +23,15 @@ for real, and each alert is read from Prometheus's own API:
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from deploygen import chart, grafana
 from tests.support.daemon_process import daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
@@ -110,6 +113,7 @@ def test_each_broken_thing_fires_its_alert_in_a_real_prometheus(
     )
     (tmp_path / "prometheus").mkdir()
     client_env = {"CLOUDRUNNER_SOCKET": str(daemon_a.socket_path)}
+    started = time.time()
     try:
         daemon_a.start()
         daemon_b.start()
@@ -193,8 +197,28 @@ def test_each_broken_thing_fires_its_alert_in_a_real_prometheus(
         }
         assert by_outcome == {"blocked": 1.0, "allowed": 1.0, "invalid": 0.0}
         assert prometheus.alerts("CloudrunnerFallbackAnswers", instance=b) == []
+        drawing = os.environ.get("CLOUDRUNNER_DASHBOARD_CHART")
+        if drawing:  # the docs' picture of the dashboard: its queries over this run's data
+            _draw(prometheus, started, Path(drawing))
     finally:
         prometheus.stop()
         for daemon in (daemon_a, daemon_b):
             if daemon.proc is not None and daemon.proc.poll() is None:
                 daemon.stop()
+
+
+def _draw(prometheus: PrometheusServer, start: float, path: Path) -> None:
+    panels = chart.panels(grafana.build())
+
+    def query_range(expr: str) -> list[tuple[dict[str, str], chart.Points]]:
+        data = prometheus.api(
+            "query_range", query=expr, start=f"{start:.3f}", end=f"{time.time():.3f}", step="1"
+        )
+        return [
+            (series["metric"], [(float(t) - start, float(v)) for t, v in series["values"]])
+            for series in data["result"]
+        ]
+
+    variables = {"job": "cloudrunner", "instance": ".*", "__rate_interval": "4s"}
+    chart.fill(panels, query_range, variables)
+    chart.write_chart(panels, path, title="deploy/grafana/cloudrunner.json over the alerts test")

@@ -116,7 +116,7 @@ class DaemonMetrics:
         )
         self.gauge(
             "cloudrunner_engine_up",
-            "1 when the Docker engine answered the last probe, else 0",
+            "0 when the last readiness probe found the Docker engine not answering, else 1",
             lambda: 0.0 if cached()[1].get("engine") is False else 1.0,
         )
 

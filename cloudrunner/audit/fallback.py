@@ -25,7 +25,7 @@ import json
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,8 @@ class IngestReport:
     records: int = 0
     invalid: int = 0
     problems: tuple[str, ...] = ()
+    #: records written by what the client answered: blocked, allowed, or invalid
+    outcomes: dict[str, int] = field(default_factory=dict)
 
 
 class _Invalid(Exception):
@@ -339,4 +341,7 @@ def _take(path: Path, audit: AuditWriter, report: IngestReport, problems: list[s
     os.unlink(path)
     report.records += len(records)
     report.invalid += invalid
+    for fields in records:
+        outcome = "invalid" if "invalid" in fields else str(fields.get("outcome"))
+        report.outcomes[outcome] = report.outcomes.get(outcome, 0) + 1
     return True

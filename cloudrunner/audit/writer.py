@@ -155,6 +155,8 @@ class AuditWriter(ClosesOnExit):
         # alone syncs under the lock as before, with company the sync is shared.
         self._arrivals = 0
         self._sync_count = 0
+        #: operations on the log that failed with an OS error (the daemon's metrics read it)
+        self.failures = 0
         self._arrivals_lock = threading.Lock()
         processors: list[Processor] = [
             *record_processors(
@@ -524,6 +526,7 @@ class AuditWriter(ClosesOnExit):
 
     def _error(self, doing: str, exc: OSError) -> AuditLogError:
         reason = exc.strerror or str(exc)
+        self.failures += 1
         return AuditLogError(
             f"{doing} audit log {self.path}: {reason}; every event needs its audit records, "
             "so fix the path or its permissions (or point --audit-log elsewhere)"

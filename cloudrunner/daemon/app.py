@@ -147,7 +147,9 @@ class App:
         return json_response(200 if ready else 503, {"ready": ready, **detail})
 
     async def metrics(self, request: Request, params: _Params) -> Response:
-        return Response(200, self.daemon.metrics.render().encode(), CONTENT_TYPE)
+        # off the loop: the readiness gauges may wait for the engine
+        text = await self._control(self.daemon.metrics.render)
+        return Response(200, text.encode(), CONTENT_TYPE)
 
     async def openapi(self, request: Request, params: _Params) -> Response:
         return json_response(200, document())

@@ -145,6 +145,17 @@ class Daemon(ClosesOnExit):
             "cloudrunner_sessions", "daemon sessions, the default one included",
             lambda: len(self._sessions),
         )  # fmt: skip
+        self.metrics.gauge(
+            "cloudrunner_max_sessions", "daemon sessions the API may create "
+            "(server.max_sessions; the default one is not counted)",
+            lambda: settings.server.max_sessions,
+        )  # fmt: skip
+        self.metrics.counter(
+            "cloudrunner_audit_write_failures", "operations on the audit log that failed "
+            "(open, write, sync, rotate) with an OS error",
+            lambda: self.audit.failures,
+        )  # fmt: skip
+        self.metrics.readiness(self.readiness)
         self._sweeper = threading.Thread(target=self._sweep, name="pool-sweeper", daemon=True)
 
     # ------------------------------------------------------------------ life cycle
@@ -168,6 +179,7 @@ class Daemon(ClosesOnExit):
     def take_spool(self) -> IngestReport:
         """Record the events clients answered while no daemon answered (`fallback`)."""
         report = ingest(self.settings.socket_path.parent, self.audit)
+        self.metrics.record_fallbacks(report.outcomes)
         if report.records:
             _log.warning(  # a warning, so the default level shows it: the agent was answered
                 "daemon.spool_taken",  # without the hooks, and the operator should know

@@ -78,6 +78,7 @@ def test_each_line_becomes_a_fallback_record_and_the_spool_goes(
     report = ingest(run, writer)
     writer.close()
     assert (report.records, report.invalid, report.problems) == (2, 0, ())
+    assert report.outcomes == {"blocked": 1, "allowed": 1}
     assert not os.path.lexists(run / SPOOL_FILE)
     assert not os.path.lexists(run / INGESTING_FILE)
     first, second = _records(writer.path)
@@ -161,6 +162,7 @@ def test_garbage_oversized_and_valid_lines_together(run: Path, writer: AuditWrit
     report = ingest(run, writer)
     writer.close()
     assert (report.records, report.invalid) == (4, 3)
+    assert report.outcomes == {"invalid": 3, "blocked": 1}
     garbage, oversized, valid, cut = _records(writer.path)
     assert garbage["invalid"].startswith("the line is not JSON")
     assert garbage["line_sha256"] == hashlib.sha256(b"garbage").hexdigest()
@@ -250,6 +252,7 @@ def test_an_audit_log_that_cannot_be_written_keeps_the_spool(run: Path, tmp_path
     _spool(run, line())
     report = ingest(run, writer)
     assert report.records == 0
+    assert report.outcomes == {}  # nothing was recorded, so nothing is counted
     (problem,) = report.problems
     assert "could not all be recorded" in problem and "kept" in problem
     assert os.path.exists(run / INGESTING_FILE)  # taken again at the next start
@@ -298,3 +301,13 @@ def test_any_spool_verifies(tmp_path_factory: pytest.TempPathFactory, lines: lis
     writer.close()
     assert report.records == len(lines) and report.problems == ()
     assert not lines or verify_log(writer.path).ok
+    # the counts become metric labels: whatever the lines say, only these three
+    assert set(report.outcomes) <= {"blocked", "allowed", "invalid"}
+    assert sum(report.outcomes.values()) == report.records
+
+
+def test_an_outcome_a_client_made_up_is_counted_as_invalid(run: Path, writer: AuditWriter) -> None:
+    _spool(run, line(outcome="pwned"), line(outcome="allowed", answer={}))
+    report = ingest(run, writer)
+    writer.close()
+    assert report.outcomes == {"invalid": 1, "allowed": 1}

@@ -245,6 +245,21 @@ def test_a_path_that_cannot_be_created_is_a_clear_error(tmp_path: Path) -> None:
         writer.append("hook", {})
 
 
+def test_each_failed_operation_is_counted(tmp_path: Path) -> None:
+    # the daemon exports the count (cloudrunner_audit_write_failures_total)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with AuditWriter(blocker / "audit.log") as writer:
+        assert writer.failures == 0
+        for expected in (1, 2):
+            with pytest.raises(AuditLogError):
+                writer.append("hook", {})
+            assert writer.failures == expected
+    with AuditWriter(tmp_path / "audit.log") as fine:
+        fine.append("hook", {})
+        assert fine.failures == 0
+
+
 # -- torn tails --------------------------------------------------------------------------------
 
 

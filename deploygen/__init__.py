@@ -1,0 +1,1 @@
+"""Deploy artefacts generated from code: the Grafana dashboard (`python -m deploygen`)."""

@@ -30,4 +30,5 @@ def needed(lib: Path) -> tuple[int, int]:
 
 
 if __name__ == "__main__":
-    print("%d.%d" % needed(Path(sys.argv[1])))
+    major, minor = needed(Path(sys.argv[1]))
+    print(f"{major}.{minor}")

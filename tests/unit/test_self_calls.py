@@ -28,7 +28,7 @@ AGENT_FILE = {
 @pytest.mark.parametrize(
     ("command", "calls"),
     [
-        ("/usr/bin/cloudrunner-hook hook stop --socket /var/lib/cloudrunner/cloudrunner.sock", True),
+        ("/usr/bin/cloudrunner-hook hook stop --socket /var/lib/cloudrunner/x.sock", True),
         ("'/opt/my dir/cloudrunner' hook afterFileEdit", True),
         ("cloudrunner-hook health", False),
         ("cloudrunner validate .", False),

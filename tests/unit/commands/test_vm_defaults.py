@@ -20,7 +20,7 @@ def _cloudrunner(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_default_enterprise_file_is_not_the_agents() -> None:
     assert DEFAULT_ENTERPRISE != DEFAULT_AGENT_HOOKS
-    assert DEFAULT_ENTERPRISE == Path("/etc/cloudrunner/enterprise-hooks.json")
+    assert Path("/etc/cloudrunner/enterprise-hooks.json") == DEFAULT_ENTERPRISE
 
 
 def test_vm_with_only_a_workspace_writes_both_files_and_says_what_next(tmp_path: Path) -> None:

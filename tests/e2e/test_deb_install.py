@@ -95,7 +95,7 @@ def build_debs(into: Path, version: str | None = None, lintian: bool = True) -> 
 @pytest.fixture(scope="session")
 def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Version N: the project's version, checked by lintian as it is built."""
-    return build_debs(tmp_path_factory.mktemp("release"))
+    return build_debs(tmp_path_factory.mktemp("release with space"))
 
 
 @pytest.fixture(scope="session")

@@ -23,15 +23,16 @@ ROOT = Path(__file__).resolve().parents[3]
 DEB = ROOT / "packaging" / "deb"
 
 
-def _glibc_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("glibc_needed", DEB / "glibc_needed.py")
+def _helper(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, DEB / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-needed = _glibc_module().needed
+needed = _helper("glibc_needed").needed
+tidy = _helper("tidy_records").tidy
 
 
 def _build(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -112,3 +113,21 @@ def test_the_launcher_is_python_that_compiles() -> None:
     text = (DEB / "cloudrunner.launcher").read_text()
     assert text.startswith("#!/usr/bin/python3 -IS\n")
     compile(text, "cloudrunner.launcher", "exec")
+
+
+def test_a_record_keeps_only_the_files_the_package_ships(tmp_path: Path) -> None:
+    lib = tmp_path / "lib"
+    info = lib / "x-1.0.dist-info"
+    info.mkdir(parents=True)
+    (lib / "x.py").write_text("")
+    (info / "RECORD").write_text(
+        "x.py,sha256=a,0\n"
+        "x-1.0.dist-info/direct_url.json,sha256=b,9\n"  # removed by the build
+        "../../bin/x,sha256=c,1\n"  # outside the tree
+        '"x,with comma.py",sha256=d,2\n'  # absent
+        "x-1.0.dist-info/RECORD,,\n"
+    )
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "x").write_text("")  # exists, but outside lib: still dropped
+    tidy(lib)
+    assert (info / "RECORD").read_text() == "x.py,sha256=a,0\nx-1.0.dist-info/RECORD,,\n"

@@ -71,10 +71,7 @@ def project_version() -> str:
 
 def build_debs(into: Path, version: str | None = None, lintian: bool = True) -> Path:
     """This machine's architecture's package, built by packaging/deb/build into `into`,
-    with a SHA256SUMS as scripts/package writes it.
-
-    The seam for scripts/package: once tests/support/packages.py builds dist/ once per
-    session, take the .deb and SHA256SUMS from there for version N instead."""
+    with a SHA256SUMS as scripts/package writes it."""
     env = {**os.environ, "CLOUDRUNNER_DEB_ARCHS": ARCH}
     if version is not None:
         env["CLOUDRUNNER_DEB_VERSION"] = version
@@ -94,8 +91,17 @@ def build_debs(into: Path, version: str | None = None, lintian: bool = True) -> 
 
 @pytest.fixture(scope="session")
 def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Version N: the project's version, checked by lintian as it is built."""
-    return build_debs(tmp_path_factory.mktemp("release with space"))
+    """Version N, checked by lintian as it is built: the release scripts/package makes once
+    per test run (tests/support/packages.py, shared with the wheel's tests) where that
+    helper exists, else this machine's .deb built here."""
+    try:
+        from tests.support.packages import built  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return build_debs(tmp_path_factory.mktemp("release with space"))
+    packages = built()
+    if ARCH not in packages.debs:
+        pytest.fail(f"scripts/package made no .deb for {ARCH}:\n{packages.log[-3000:]}")
+    return Path(packages.dist)
 
 
 @pytest.fixture(scope="session")
@@ -205,7 +211,8 @@ def vm(vm_image: str, docker_client: docker.DockerClient, docker_tracker: Docker
 def test_the_agent_vm_quick_start_runs_as_written_on_a_clean_bookworm(
     vm: Vm, release: Path
 ) -> None:
-    vm.put(RELEASE, sorted(release.iterdir()))
+    (deb,) = release.glob(f"cloudrunner_*_{ARCH}.deb")
+    vm.put(RELEASE, [release / "SHA256SUMS", deb])
     blocks = blocks_named("vm")
     assert [b.page for b in blocks] == ["docs/quickstart/agent-vm.md"] * len(blocks)
     assert len(blocks) >= 4
@@ -263,7 +270,7 @@ def test_an_upgrade_keeps_the_settings_and_the_audit_chain_and_purge_keeps_the_s
     vm: Vm, release: Path, tmp_path: Path
 ) -> None:
     newer = build_debs(tmp_path / "newer", version=f"{project_version()}+upgrade1", lintian=False)
-    (deb_n,) = release.glob(f"*_{ARCH}.deb")
+    (deb_n,) = release.glob(f"cloudrunner_*_{ARCH}.deb")
     (deb_n1,) = newer.glob(f"*_{ARCH}.deb")
     vm.put(RELEASE, [deb_n, deb_n1])
     vm.sh(f"apt-get install -y ./{deb_n.name}")

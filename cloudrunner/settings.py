@@ -55,8 +55,10 @@ def _digest_glob(value: str) -> str:
 
 
 class SourcesSettings(_Section):
-    enterprise_hooks: Path = Path("/etc/cursor/hooks.json")
-    """the managed enterprise hooks file; a missing file means no enterprise hooks"""
+    enterprise_hooks: Path = Path("/etc/cloudrunner/enterprise-hooks.json")
+    """the managed enterprise hooks file (the fleet's hooks, never the agent's own
+    /etc/cursor/hooks.json, whose hooks call the daemon); a missing file means no enterprise
+    hooks"""
     team_hooks: Path | None = None
     """the operator-given team hooks file or directory; empty means none"""
     user_home: Path | None = None

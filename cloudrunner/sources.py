@@ -43,7 +43,9 @@ from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.repo_files import RepoFileRefused, inside, read_inside
 
-DEFAULT_ENTERPRISE_PATH = Path("/etc/cursor/hooks.json")
+#: the fleet's hooks, of cloudrunner's own: Cursor's enterprise file, /etc/cursor/hooks.json,
+#: is on a cloud agent's VM the agent's file, whose hooks call the daemon
+DEFAULT_ENTERPRISE_PATH = Path("/etc/cloudrunner/enterprise-hooks.json")
 MAX_HOOKS_FILE_BYTES = 1024 * 1024
 HOOKS_FILE_NAME = "hooks.json"
 
@@ -65,7 +67,7 @@ class SourceSettings:
     #: the repository root (None: no project source)
     workspace: Path | None = None
     profile: Profile = Profile.CLOUD
-    #: None: the default /etc/cursor/hooks.json, whose absence is normal; a path given here
+    #: None: the default DEFAULT_ENTERPRISE_PATH, whose absence is normal; a path given here
     #: is expected to exist, and its absence is an error diagnostic
     enterprise_path: Path | None = None
     #: the operator's managed hooks file, or a directory holding hooks.json

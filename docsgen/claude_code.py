@@ -95,7 +95,7 @@ silently. A malformed answer (`permissionDecision: "maybe"`) is `invalid_output`
 
 def _origin_rows() -> list[tuple[str, str, str]]:
     cursor = [
-        ("1", "enterprise", "`/etc/cursor/hooks.json`"),
+        ("1", "enterprise", "`/etc/cloudrunner/enterprise-hooks.json` by default"),
         ("2", "team", "the managed hooks file or directory"),
         ("3", "project", "`.cursor/hooks.json`"),
         ("4", "user", "`~/.cursor/hooks.json`"),

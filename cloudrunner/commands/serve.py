@@ -141,6 +141,11 @@ def _say_workspace(settings: Settings) -> None:
 
 def command(args: argparse.Namespace) -> int:
     settings = settings_from(args, SERVE_FLAGS)
+    from cloudrunner.self_calls import self_call_problem
+
+    problem = self_call_problem(settings)
+    if problem is not None:
+        raise ServeError(problem)
     tcp: tuple[str, int, str] | None = None
     if settings.server.listen:
         host, port = parse_listen(settings.server.listen)

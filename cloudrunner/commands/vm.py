@@ -16,11 +16,15 @@ from cloudrunner import vm_setup
 from cloudrunner.commands.run import SETTINGS_FLAGS, add_settings_flags, settings_from
 from cloudrunner.commands.serve import SERVE_FLAGS
 from cloudrunner.errors import ExitCode
+from cloudrunner.self_calls import self_call_problem
+from cloudrunner.sources import DEFAULT_ENTERPRISE_PATH
 
 DEFAULT_AGENT_HOOKS = Path("/etc/cursor/hooks.json")
 DEFAULT_UNIT = Path("/etc/systemd/system/cloudrunner.service")
-#: the daemon's enterprise hooks file when none is given (the default /etc/cursor/hooks.json)
-DEFAULT_ENTERPRISE = Path("/etc/cursor/hooks.json")
+#: where systemd reads an operator's units from
+SYSTEMD_DIRS = (Path("/etc/systemd/system"), Path("/run/systemd/system"))
+#: the daemon's enterprise hooks file when none is given: a file of its own, never the agent's
+DEFAULT_ENTERPRISE = DEFAULT_ENTERPRISE_PATH
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -69,13 +73,18 @@ def command(args: argparse.Namespace) -> int:
         raise vm_setup.VmSetupError(
             f"the daemon would load the agent's hooks file {agent_hooks} as its enterprise "
             "hooks and call itself; give the fleet's hooks another file with "
-            "--enterprise-hooks FILE (for example /etc/cloudrunner/enterprise-hooks.json)"
+            f"--enterprise-hooks FILE (the default is {DEFAULT_ENTERPRISE})"
         )
+    problem = self_call_problem(settings)
+    if problem is not None:
+        raise vm_setup.VmSetupError(problem)
     made = vm_setup.plan(settings)
     for note in made.notes:
         print(f"cloudrunner: note: {note}", file=sys.stderr)
     if args.check:
-        return _check(agent_hooks, made)
+        from cloudrunner.vm_dependencies import missing
+
+        return _check(agent_hooks, made, missing(settings, args.client))
     _refuse_to_drop_hooks(agent_hooks)
     client = vm_setup.find_client(args.client)
     document = vm_setup.agent_hooks(made.needs, client, settings.socket_path)
@@ -89,19 +98,27 @@ def command(args: argparse.Namespace) -> int:
     print(f"wrote {agent_hooks}: the 14 cloud events, through {client.label}")
     print(f"  socket {settings.socket_path}; workspace {workspace} (point the agent at it)")
     print(f"  failClosed: {', '.join(closed) if closed else 'none (no loaded hook needs it)'}")
-    print(f"wrote {args.unit}: `cloudrunner serve` (systemctl enable --now {args.unit.name})")
+    print(f"wrote {args.unit}: `cloudrunner serve` on the workspace, after docker.service")
+    name = args.unit.name.removesuffix(".service")
+    if args.unit.parent not in SYSTEMD_DIRS:
+        print(f"next: install {args.unit} as /etc/systemd/system/{args.unit.name}, then")
+    print(f"next: systemctl daemon-reload && systemctl enable --now {name}")
     return ExitCode.OK
 
 
-def _check(agent_hooks: Path, made: vm_setup.Plan) -> int:
+def _check(agent_hooks: Path, made: vm_setup.Plan, missing: list[str]) -> int:
+    for line in missing:
+        print(f"missing: {line}")
     faults = vm_setup.check(vm_setup.read_hooks_file(agent_hooks), made.needs)
     for fault in faults:
         print(f"{agent_hooks}: {fault}")
     if faults:
         print(f"{len(faults)} fault(s); `cloudrunner vm` with the same flags rewrites the file")
-        return 1
-    print(f"{agent_hooks}: routes the 14 cloud events as the loaded sources need")
-    return ExitCode.OK
+    else:
+        print(f"{agent_hooks}: routes the 14 cloud events as the loaded sources need")
+    if missing:
+        print(f"{len(missing)} dependency(ies) missing on this machine (the lines above)")
+    return 1 if faults or missing else ExitCode.OK
 
 
 def _refuse_to_drop_hooks(agent_hooks: Path) -> None:

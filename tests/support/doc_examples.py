@@ -11,7 +11,10 @@ runs without that indentation. A name says how its blocks run:
 - `setup`: the block of docs/getting-started.md that puts `.venv/bin` on PATH and makes a
   checkout of the demo repository in `$work/demo`; it runs first in every `demo` script;
 - `demo`: a docs page's blocks, run in order as one script after `setup` (so they may use
-  `$work`, `$work/demo` and the state directory `$work/state`).
+  `$work`, `$work/demo` and the state directory `$work/state`);
+- `vm`: the agent-VM quick start's blocks, run on a VM rather than here: one by one, in
+  order, as root in a clean bookworm container with the release's Debian package and
+  SHA256SUMS in its working directory (tests/e2e/test_deb_install.py).
 """
 
 from __future__ import annotations
@@ -23,7 +26,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SETUP_PAGE = "docs/getting-started.md"
 #: marker name -> the one page that may use it (None: any docs page)
-NAMES: dict[str, str | None] = {"tour": "README.md", "setup": SETUP_PAGE, "demo": None}
+NAMES: dict[str, str | None] = {
+    "tour": "README.md",
+    "setup": SETUP_PAGE,
+    "demo": None,
+    "vm": "docs/quickstart/agent-vm.md",
+}
+#: marker name -> the test that runs its blocks somewhere else than on this machine
+ELSEWHERE = {"vm": "tests/e2e/test_deb_install.py"}
 
 #: a marker and the block it marks; both may be indented alike (a step of a numbered list)
 MARKED = re.compile(
@@ -91,13 +101,18 @@ def unmarked_blocks() -> list[Block]:
     return blocks
 
 
+def blocks_named(name: str) -> list[Block]:
+    """The blocks of one marker name, page by page, in order."""
+    return [block for block in marked_blocks() if block.name == name]
+
+
 def examples() -> dict[str, str]:
     """`page:name` -> the script its blocks make, in order (a `demo` script after `setup`)."""
     blocks = marked_blocks()
     setup = [block.text for block in blocks if block.name == "setup"]
     found: dict[str, list[str]] = {}
     for block in blocks:
-        if block.name == "setup":
+        if block.name == "setup" or block.name in ELSEWHERE:
             continue
         first = setup if block.name == "demo" else []
         found.setdefault(f"{block.page}:{block.name}", list(first)).append(block.text)

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from cloudrunner.settings import SettingsError, default_toml, load_settings, to_toml
+from cloudrunner.sources import DEFAULT_ENTERPRISE_PATH
 
 
 def test_defaults_follow_the_spec_decisions() -> None:
@@ -13,7 +14,10 @@ def test_defaults_follow_the_spec_decisions() -> None:
     assert s.profile == "cloud"
     assert s.hook_timeout == 60.0
     assert s.sources.trust_project_hooks is True
-    assert s.sources.enterprise_hooks == Path("/etc/cursor/hooks.json")
+    # the fleet's hooks have a file of their own: /etc/cursor/hooks.json is the agent's, whose
+    # hooks call the daemon (issue 32)
+    assert s.sources.enterprise_hooks == Path("/etc/cloudrunner/enterprise-hooks.json")
+    assert s.sources.enterprise_hooks == DEFAULT_ENTERPRISE_PATH
     assert s.sandbox.network == "none"
     assert s.audit_path == s.state_dir / "audit.log"
 

@@ -1,7 +1,7 @@
 """One agent event from payload to answer, stage by stage, with every step recorded.
 
 intake -> workspace (clone or adopt, access) -> writability gate -> sources -> plan ->
-`received` (synced while homes and the first sandbox are prepared) -> sandbox runs (the
+`received` (synced once homes and the first sandbox are prepared) -> sandbox runs (the
 project hooks' in the repository's environment image, when it has one) -> merge -> session
 state -> records -> answer. A stage that finds the event unfit raises `Refusal`;
 this module alone records it (`refused`) and raises PayloadRefused for the CLI's error
@@ -29,7 +29,6 @@ import structlog
 from cloudrunner import ownership, recording, transcript, workspace
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind
 from cloudrunner.audit.records import Entry
-from cloudrunner.daemon.threads import ElasticPool
 from cloudrunner.egress.credentials import RunAttribution
 from cloudrunner.egress.manager import Egress
 from cloudrunner.errors import CloudrunnerError
@@ -106,11 +105,9 @@ class EventPipeline:
         environments: EnvironmentImages,
         sandboxes: SandboxProvider,
         egress: Egress,
-        helpers: ElasticPool | None = None,
         on_sources: Callable[[Path, SourceSet], None] | None = None,
     ) -> None:
-        """`helpers` prepare an event while its first record syncs (a long-lived worker's);
-        `on_sources` is told each workspace's sources as an event loads them."""
+        """`on_sources` is told each workspace's sources as an event loads them."""
         self.settings = settings
         self.profile = Profile(settings.profile)
         self.audit = audit
@@ -120,7 +117,6 @@ class EventPipeline:
         self.environments = environments
         self.sandboxes = sandboxes
         self.egress = egress
-        self.helpers = helpers
         self.on_sources = on_sources
         self.hook_records = records.HookRecords(audit)
 
@@ -200,7 +196,7 @@ class EventPipeline:
             name, (RecordKind.RECEIVED, first), runs=bool(plan.hooks_to_run)
         )
         ids: records.RecordIds = {**intake.ids(), "event_seq": received["seq"]}
-        shown, homes, sandboxes = self._prepare_while(
+        shown, homes, sandboxes = self._prepare_then_sync(
             lambda: self._prepare(plan, ws, session), durable
         )
         issued: list[str] = []  # the proxy credentials of this event's runs, ended with it
@@ -357,26 +353,25 @@ class EventPipeline:
 
         return record, durable
 
-    def _prepare_while(
-        self, prepare: Callable[[], Prepared], durable: Callable[[], None]
+    @staticmethod
+    def _prepare_then_sync(
+        prepare: Callable[[], Prepared], durable: Callable[[], None]
     ) -> Prepared:
-        """`durable()` (the event's first record synced) and `prepare()` (its transcript,
-        homes and first sandbox) side by side in a long-lived worker: the preparation runs
-        on a helper thread while this one waits for the disk without holding the GIL, so
-        what the sync costs the event is the longer of the two, not their sum. No hook
-        starts before both are done; when the sync fails, what was borrowed is given back
+        """`prepare()` (the event's transcript, homes and first warm sandbox), then
+        `durable()` (its first record synced), on the event's own thread: no hook starts
+        before both are done. Preparing first lets the records of concurrent events gather
+        for one sync (see `group_commit`); handing the preparation to another thread so it
+        ran beside the sync cost a thread wake-up and a future each way, more than a warm
+        preparation takes (issue 33). When the sync fails, what was borrowed is given back
         and the event fails (EventNotRecorded)."""
-        if durable is _nothing or self.helpers is None:
-            durable()
-            return prepare()
-        future = self.helpers.submit(prepare)
+        prepared = prepare()
         try:
             durable()
         except BaseException:
             with contextlib.suppress(Exception):
-                future.result().sandboxes.close()
+                prepared.sandboxes.close()
             raise
-        return future.result()
+        return prepared
 
     def _not_recorded(self, event: str, exc: Exception) -> EventNotRecorded:
         return EventNotRecorded(

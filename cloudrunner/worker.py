@@ -33,12 +33,12 @@ from cloudrunner.event.homes import Homes
 from cloudrunner.event.pipeline import EventPipeline, EventReply
 from cloudrunner.event.profiles import SandboxProfiles
 from cloudrunner.event.sandboxes import EngineSandboxes, SandboxProvider
+from cloudrunner.event.session import SessionStore
 from cloudrunner.event.workspaces import Workspaces
 from cloudrunner.protocol.profiles import Profile
 from cloudrunner.refusals import ErrorCode
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.session_pool import SessionPool
-from cloudrunner.session import SessionStore
 from cloudrunner.settings import Settings
 from cloudrunner.source_settings import source_settings
 from cloudrunner.sources import SourceSet, load_sources

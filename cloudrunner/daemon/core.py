@@ -20,7 +20,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from cloudrunner import gate, hook_home
 from cloudrunner.audit.fallback import IngestReport, ingest
 from cloudrunner.closing import ClosesOnExit
 from cloudrunner.daemon.admission import Admission
@@ -38,6 +37,7 @@ from cloudrunner.daemon.registry import (
 from cloudrunner.egress.manager import EgressRulesError
 from cloudrunner.egress.proxy import EgressUnavailable
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.event import gate, hook_home
 from cloudrunner.logs import get_logger
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.profiles import SOURCE_NAMES, SourceKind

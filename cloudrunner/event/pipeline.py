@@ -26,18 +26,25 @@ from typing import Any, NamedTuple, NoReturn
 
 import structlog
 
-from cloudrunner import ownership, recording, transcript, workspace
+from cloudrunner import ownership, recording, workspace
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind
 from cloudrunner.audit.records import Entry
 from cloudrunner.egress.credentials import RunAttribution
 from cloudrunner.egress.manager import Egress
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.event import intake as intake_stage
-from cloudrunner.event import records
+from cloudrunner.event import records, transcript
 from cloudrunner.event.environments import EnvironmentImages
 from cloudrunner.event.errors import EventNotRecorded, PayloadRefused, Refusal
 from cloudrunner.event.homes import Home, Homes
+from cloudrunner.event.runner import SandboxSet, run_plan
 from cloudrunner.event.sandboxes import SandboxProvider, SandboxRequest
+from cloudrunner.event.session import (
+    PersistentLoopCounterStore,
+    SessionState,
+    SessionStateError,
+    SessionStore,
+)
 from cloudrunner.event.workspaces import Workspaces
 from cloudrunner.protocol.errors import InvalidPayload
 from cloudrunner.protocol.events import neutral_answer
@@ -45,14 +52,7 @@ from cloudrunner.protocol.merge import merge
 from cloudrunner.protocol.plan import Plan, build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.refusals import ErrorCode
-from cloudrunner.runner import SandboxSet, run_plan
 from cloudrunner.sandbox.base import HOOK_HOME, Sandbox
-from cloudrunner.session import (
-    PersistentLoopCounterStore,
-    SessionState,
-    SessionStateError,
-    SessionStore,
-)
 from cloudrunner.settings import Settings
 from cloudrunner.source_settings import source_settings
 from cloudrunner.sources import SourceSet, load_sources

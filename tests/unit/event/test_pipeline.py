@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from cloudrunner import gate
 from cloudrunner.audit import verify_log
+from cloudrunner.event import gate
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.settings import load_settings
 from cloudrunner.worker import PayloadRefused, Worker

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner import transcript
+from cloudrunner.event import transcript
 
 
 @pytest.fixture

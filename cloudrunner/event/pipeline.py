@@ -362,9 +362,14 @@ class EventPipeline:
         before both are done. Preparing first lets the records of concurrent events gather
         for one sync (see `group_commit`); handing the preparation to another thread so it
         ran beside the sync cost a thread wake-up and a future each way, more than a warm
-        preparation takes (issue 33). When the sync fails, what was borrowed is given back
-        and the event fails (EventNotRecorded)."""
-        prepared = prepare()
+        preparation takes. When the sync fails, what was borrowed is given back
+        and the event fails (EventNotRecorded); when the preparation fails, the record is
+        still synced before its error goes on (as when the two ran side by side)."""
+        try:
+            prepared = prepare()
+        except BaseException:
+            durable()
+            raise
         try:
             durable()
         except BaseException:

@@ -28,7 +28,7 @@ from cloudrunner.docker_engine import connect
 from cloudrunner.event import intake, pipeline, records, sandboxes
 from cloudrunner.sandbox import session_sandbox
 
-_SPENT: collections.Counter[str] = collections.Counter()
+_SPENT: dict[str, float] = collections.defaultdict(float)
 
 
 def _wrap(owner: Any, attribute: str, label: str) -> None:
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             user = (after.ru_utime - before.ru_utime) * 1000 / args.events
             system = (after.ru_stime - before.ru_stime) * 1000 / args.events
             print(f"{title}: process CPU {user:.3f} user + {system:.3f} system ms/event")
-            for label, spent in _SPENT.most_common():
+            for label, spent in sorted(_SPENT.items(), key=lambda item: -item[1]):
                 print(f"  {label:42s} {spent * 1000 / args.events:.3f} ms/event")
     finally:
         pooled.close()

@@ -20,7 +20,6 @@ import structlog
 from cloudrunner import workspace
 from cloudrunner.audit import AuditWriter, TornAcknowledgement
 from cloudrunner.closing import ClosesOnExit
-from cloudrunner.daemon.threads import ElasticPool
 from cloudrunner.egress.manager import Egress
 from cloudrunner.event.engine import Engine, reap_orphans
 from cloudrunner.event.environments import EnvironmentImages
@@ -34,12 +33,12 @@ from cloudrunner.event.homes import Homes
 from cloudrunner.event.pipeline import EventPipeline, EventReply
 from cloudrunner.event.profiles import SandboxProfiles
 from cloudrunner.event.sandboxes import EngineSandboxes, SandboxProvider
+from cloudrunner.event.session import SessionStore
 from cloudrunner.event.workspaces import Workspaces
 from cloudrunner.protocol.profiles import Profile
 from cloudrunner.refusals import ErrorCode
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.session_pool import SessionPool
-from cloudrunner.session import SessionStore
 from cloudrunner.settings import Settings
 from cloudrunner.source_settings import source_settings
 from cloudrunner.sources import SourceSet, load_sources
@@ -90,13 +89,6 @@ class Worker(ClosesOnExit):
         self.home_root = home_root or settings.state_dir / "homes"
         self._pool = pool
         link = client if isinstance(client, EngineLink) else EngineLink(client)
-        #: threads that prepare an event while its first record syncs (a long-lived worker's;
-        #: a thread starts on first need and leaves when idle)
-        self._helpers = (
-            ElasticPool(settings.server.max_concurrent_events, name="cloudrunner-prepare")
-            if pool is not None
-            else None
-        )
         self._owns_audit = audit is None
         self.audit = audit or open_audit(settings)
         self.egress = egress or open_egress(settings, link)
@@ -121,13 +113,10 @@ class Worker(ClosesOnExit):
             environments=EnvironmentImages(settings, profiles, engine, sandboxes, self.audit),
             sandboxes=sandboxes,
             egress=self.egress,
-            helpers=self._helpers,
             on_sources=on_sources,
         )
 
     def close(self) -> None:
-        if self._helpers is not None:
-            self._helpers.shutdown(wait=False)
         if self._owns_audit:
             self.audit.close()
 

@@ -8,12 +8,12 @@ since this writer last wrote, and only then chains and writes the record with on
 writer terminates it and appends a `torn_record` naming its offset, length and sha256
 before going on from the last intact record: torn bytes are never rewritten or dropped.
 
-With fsync "always", `append`/`append_many` return only once their records are on disk. An
-append with no other under way syncs under the lock, as it always did; when appends overlap,
-the fdatasync runs after the locks are released and is shared (group commit, see
-`group_commit`): the records every concurrent event appended while one sync ran are made
-durable by the next single sync, so the chain's order is the order of the writes and the
-number of syncs does not grow with the number of concurrent events.
+With fsync "always", `append`/`append_many` return only once their records are on disk. The
+fdatasync runs after the locks are released and is shared (group commit, see
+`group_commit`): an append never waits for another's sync under the lock, and the records
+every concurrent event appended while one sync ran are made durable by the next single sync,
+so the chain's order is the order of the writes and the number of syncs does not grow with
+the number of concurrent events.
 """
 
 from __future__ import annotations
@@ -151,12 +151,11 @@ class AuditWriter(ClosesOnExit):
         # Batches appended by this writer (under the lock) and the group commit of their sync.
         self._generation = 0
         self._group = GroupCommit(self._group_sync)
-        # Appends under way (waiting for the lock, writing or waiting for their sync): one
-        # alone syncs under the lock as before, with company the sync is shared.
-        self._arrivals = 0
         self._sync_count = 0
         #: operations on the log that failed with an OS error (the daemon's metrics read it)
         self.failures = 0
+        # Appends under way (waiting for the lock, writing or waiting for their sync).
+        self._arrivals = 0
         self._arrivals_lock = threading.Lock()
         processors: list[Processor] = [
             *record_processors(
@@ -218,9 +217,8 @@ class AuditWriter(ClosesOnExit):
         """Append several records under one lock, so an event's records stay together.
 
         With fsync "always", or `durable` under any policy but "never", it returns once
-        they are on disk: one fdatasync for the whole batch. An append with no other under
-        way syncs under the lock; otherwise the sync is made after the lock is released and
-        shared with every batch appended while the previous sync ran (group commit).
+        they are on disk: one fdatasync for the whole batch, made after the lock is released
+        and shared with every batch appended while the previous sync ran (group commit).
 
         `deferred`: the caller appends again before it answers, and that append's sync
         (under the same policy) makes this one durable too, so this one makes no sync of its
@@ -244,16 +242,16 @@ class AuditWriter(ClosesOnExit):
                     self._batching = False
                     self._generation += 1
                     generation = self._generation
-                if self._dirty and (
-                    (synced and self._arrivals == 1)
-                    or (
-                        policy is FsyncPolicy.INTERVAL
-                        and time.monotonic() - self._last_sync >= self.config.fsync_interval
-                    )
+                if (
+                    self._dirty
+                    and policy is FsyncPolicy.INTERVAL
+                    and time.monotonic() - self._last_sync >= self.config.fsync_interval
                 ):
                     self._fdatasync()
             if synced:
-                self._group.wait(generation)  # at once when the sync above covered it
+                # Never under the lock: the next append writes while the disk works, and its
+                # caller waits for the sync (the next one covers it), not for this one's lock.
+                self._group.wait(generation)
         finally:
             with self._arrivals_lock:
                 self._arrivals -= 1

@@ -1,5 +1,5 @@
 """`cloudrunner gate open|close|auto|status`: hold the writability gate open or closed, or
-show it and probe the workspace (the gate's state and probe are cloudrunner/gate.py)."""
+show it and probe the workspace (the gate's state and probe are cloudrunner/event/gate.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from cloudrunner.command_groups import command_group
-from cloudrunner.gate import (
+from cloudrunner.event.gate import (
     STATE_DIR_ENV,
     GateError,
     GateMode,

@@ -1,6 +1,9 @@
 """The daemon's core: workers per workspace over one audit log, one engine link and one
-pool of warm session sandboxes; daemon sessions; readiness; draining. No HTTP here
-(`app.py` is the API over this, `listeners.py` the sockets it is served on).
+pool of warm session sandboxes. No HTTP here (`app.py` is the API over this, `listeners.py`
+the sockets it is served on). The `Daemon` owns the life cycle (start, drain, close) and
+puts together the parts an event meets: `admission.Admission` (slots, the queue, the
+drain), `registry.SessionRegistry` (the daemon sessions and their workers), the fail
+policy and the metrics.
 
 A *daemon session* is a workspace the daemon serves: the default one (from the settings:
 `--workspace`, `--repo`, or each payload's `workspace_roots`) and those created through
@@ -11,26 +14,30 @@ the API for other workspaces or repositories, each with its own gate state. Conv
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from cloudrunner import gate, hook_home, refusals
 from cloudrunner.audit.fallback import IngestReport, ingest
 from cloudrunner.closing import ClosesOnExit
+from cloudrunner.daemon.admission import Admission
+from cloudrunner.daemon.errors import DaemonError
 from cloudrunner.daemon.fail_policy import PolicyBook
 from cloudrunner.daemon.metrics import DaemonMetrics
+from cloudrunner.daemon.registry import (
+    DEFAULT_SESSION,
+    DaemonSession,
+    SessionInfo,
+    SessionRegistry,
+    has_password,
+    now,
+)
 from cloudrunner.egress.manager import EgressRulesError
 from cloudrunner.egress.proxy import EgressUnavailable
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.event import gate, hook_home
 from cloudrunner.logs import get_logger
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.profiles import SOURCE_NAMES, SourceKind
@@ -51,51 +58,9 @@ from cloudrunner.workspace import redact_url
 
 _log = get_logger("cloudrunner.daemon")
 
-DEFAULT_SESSION = "default"
 _SWEEP_INTERVAL_S = 5.0
 
-
-class DaemonError(CloudrunnerError):
-    """A request the daemon cannot serve; `code` is stable, its HTTP status is the one the
-    table of error codes (`cloudrunner.refusals`) gives it."""
-
-    def __init__(self, message: str, code: ErrorCode) -> None:
-        super().__init__(message)
-        self.code = code
-
-    @property
-    def status(self) -> int:
-        return refusals.STATUS[self.code]
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    id: str
-    workspace: str | None
-    repo: str | None
-    ref: str | None
-    created_at: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """What the API shows: the repository URL without user info."""
-        return {**self.record(), "repo": redact_url(self.repo) if self.repo else self.repo}
-
-    def record(self) -> dict[str, Any]:
-        """What the session registry keeps (a repository URL never carries a password)."""
-        return {
-            "session": self.id,
-            "workspace": self.workspace,
-            "repo": self.repo,
-            "ref": self.ref,
-            "created_at": self.created_at,
-        }
-
-
-@dataclass
-class _Session:
-    info: SessionInfo
-    worker: Worker
-    gate_dir: Path
+__all__ = ["DEFAULT_SESSION", "Daemon", "DaemonError", "DaemonSession", "SessionInfo"]
 
 
 class Daemon(ClosesOnExit):
@@ -113,37 +78,37 @@ class Daemon(ClosesOnExit):
             max_warm=settings.server.max_warm,
             idle_timeout_s=settings.server.idle_timeout_s,
         )
-        self._lock = threading.Lock()
-        self._slots = threading.BoundedSemaphore(settings.server.max_concurrent_events)
-        self._waiting = 0
-        self._in_flight = 0
-        self._idle = threading.Condition(self._lock)
-        self._draining = False
+        self.admission = Admission(settings.server.max_concurrent_events)
         self._stop = threading.Event()
-        self._registry = settings.state_dir / "daemon" / "sessions.json"
         #: the fail policy published beside the socket for clients that find no daemon
         self.policy = PolicyBook(settings.socket_path.parent, daemon_id=self.worker_id)
-        self._sessions: dict[str, _Session] = {}
-        self._sessions[DEFAULT_SESSION] = _Session(
-            SessionInfo(DEFAULT_SESSION, None, None, None, _now()),
-            self._worker(settings, settings.state_dir, session_id=DEFAULT_SESSION),
-            settings.state_dir,
+        self.registry = SessionRegistry(
+            settings.state_dir / "daemon" / "sessions.json", self._open_session
         )
-        self._restore_sessions()
+        self.registry.add_default(
+            DaemonSession(
+                SessionInfo(DEFAULT_SESSION, None, None, None, now()),
+                self._worker(settings, settings.state_dir, session_id=DEFAULT_SESSION),
+                settings.state_dir,
+            )
+        )
+        self.registry.restore()
         self.metrics.gauge(
             "cloudrunner_warm_sandboxes", "warm session sandboxes open", lambda: len(self.pool)
         )
         self.metrics.gauge(
             "cloudrunner_queue_depth",
             "events waiting for a free slot (server.max_concurrent_events)",
-            lambda: self._waiting,
+            lambda: self.admission.waiting,
         )
         self.metrics.gauge(
-            "cloudrunner_events_in_flight", "events being handled now", lambda: self._in_flight
+            "cloudrunner_events_in_flight",
+            "events being handled now",
+            lambda: self.admission.in_flight,
         )
         self.metrics.gauge(
             "cloudrunner_sessions", "daemon sessions, the default one included",
-            lambda: len(self._sessions),
+            lambda: len(self.registry),
         )  # fmt: skip
         self.metrics.gauge(
             "cloudrunner_max_sessions", "daemon sessions the API may create "
@@ -196,24 +161,14 @@ class Daemon(ClosesOnExit):
 
     def publish_policy(self) -> bool:
         """Load every daemon session's sources as they are now and write the fail policy."""
-        with self._lock:
-            sessions = list(self._sessions.items())
-        for session_id, session in sessions:
+        for session in self.registry.all():
             root, sources = session.worker.startup_sources()
-            self.policy.observe(session_id, root, sources, publish=False)
+            self.policy.observe(session.info.id, root, sources, publish=False)
         return self.policy.publish()
 
     def drain(self, timeout_s: float) -> bool:
         """Refuse new events and wait for those in flight; True when all finished in time."""
-        deadline = time.monotonic() + timeout_s
-        with self._idle:
-            self._draining = True
-            while self._in_flight or self._waiting:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._idle.wait(left)
-        return True
+        return self.admission.drain(timeout_s)
 
     def close_sandboxes(self) -> None:
         """Close every warm sandbox (a run still going ends as a sandbox_error)."""
@@ -223,7 +178,7 @@ class Daemon(ClosesOnExit):
     def close(self) -> None:
         """Close every warm sandbox and flush and close the audit log."""
         self.close_sandboxes()
-        for session in list(self._sessions.values()):
+        for session in self.registry.all():
             session.worker.close()
         self.audit.close()
 
@@ -242,16 +197,11 @@ class Daemon(ClosesOnExit):
         """Count an event as waiting for a slot before it is handed to a worker thread (so a
         drain waits for it); pass `queued=True` to `handle_event` for it. Raises DaemonError
         (draining) when the daemon is shutting down."""
-        with self._lock:
-            if self._draining:
-                raise _draining()
-            self._waiting += 1
+        self.admission.queue()
 
     def unqueue_event(self) -> None:
         """Undo `queue_event` for an event that will not be handled after all."""
-        with self._idle:
-            self._waiting -= 1
-            self._idle.notify_all()
+        self.admission.unqueue()
 
     def handle_event(
         self, session_id: str, event: str, payload: bytes, *, queued: bool = False
@@ -265,7 +215,7 @@ class Daemon(ClosesOnExit):
             raise
         label = event if event in EVENTS else "other"
         started = time.monotonic()
-        with self._slot(queued):
+        with self.admission.slot(queued):
             try:
                 reply = session.worker.handle(payload, event)
             except PayloadRefused as exc:
@@ -294,22 +244,6 @@ class Daemon(ClosesOnExit):
             return DaemonError(exc.message, exc.code)
         raise AssertionError("Worker.refuse returned")  # it always raises
 
-    @contextmanager
-    def _slot(self, queued: bool = False) -> Iterator[None]:
-        if not queued:
-            self.queue_event()
-        self._slots.acquire()
-        with self._lock:
-            self._waiting -= 1
-            self._in_flight += 1
-        try:
-            yield
-        finally:
-            self._slots.release()
-            with self._idle:
-                self._in_flight -= 1
-                self._idle.notify_all()
-
     # ------------------------------------------------------------------ sessions
 
     def create_session(
@@ -320,7 +254,7 @@ class Daemon(ClosesOnExit):
                 'give exactly one of "workspace" (a checkout to adopt) or "repo" (to clone)',
                 ErrorCode.INVALID_REQUEST,
             )
-        if repo and _has_password(repo):
+        if repo and has_password(repo):
             raise DaemonError(
                 f"the repository URL {redact_url(repo)} carries a password; the daemon keeps no "
                 "credentials in its session registry: send the URL without it and give the "
@@ -333,18 +267,14 @@ class Daemon(ClosesOnExit):
                 f'"workspace" must be an absolute path, not {workspace!r}',
                 ErrorCode.INVALID_REQUEST,
             )
-        with self._lock:
-            if len(self._sessions) > self.settings.server.max_sessions:
-                raise DaemonError(
-                    f"{self.settings.server.max_sessions} daemon sessions are open, the most "
-                    "server.max_sessions allows; close one (DELETE /v1/sessions/ID)",
-                    ErrorCode.TOO_MANY_SESSIONS,
-                )
-        info = SessionInfo(uuid.uuid4().hex[:16], workspace, repo, ref, _now())
-        session = self._open_session(info)
-        with self._lock:
-            self._sessions[info.id] = session
-            self._save_registry()
+        if self.registry.count() > self.settings.server.max_sessions:
+            raise DaemonError(
+                f"{self.settings.server.max_sessions} daemon sessions are open, the most "
+                "server.max_sessions allows; close one (DELETE /v1/sessions/ID)",
+                ErrorCode.TOO_MANY_SESSIONS,
+            )
+        info = SessionInfo(uuid.uuid4().hex[:16], workspace, repo, ref, now())
+        self.registry.add(self._open_session(info))
         return info
 
     def close_session(self, session_id: str) -> int:
@@ -353,11 +283,7 @@ class Daemon(ClosesOnExit):
             raise DaemonError(
                 "the default session cannot be closed", ErrorCode.DEFAULT_SESSION
             )  # fmt: skip
-        with self._lock:
-            session = self._sessions.pop(session_id, None)
-            if session is None:
-                raise _unknown(session_id)
-            self._save_registry()
+        session = self.registry.remove(session_id)
         self.policy.forget(session_id)
         closed = 0
         for ws in session.worker.workspaces():
@@ -402,20 +328,15 @@ class Daemon(ClosesOnExit):
         return {"session": session_id, "mode": saved.mode.value, "generation": saved.generation}
 
     def sessions(self) -> list[SessionInfo]:
-        with self._lock:
-            return [session.info for session in self._sessions.values()]
+        return [session.info for session in self.registry.all()]
 
     def session_info(self, session_id: str) -> SessionInfo:
         return self._session(session_id).info
 
-    def _session(self, session_id: str) -> _Session:
-        with self._lock:
-            session = self._sessions.get(session_id)
-        if session is None:
-            raise _unknown(session_id)
-        return session
+    def _session(self, session_id: str) -> DaemonSession:
+        return self.registry.get(session_id)
 
-    def _open_session(self, info: SessionInfo) -> _Session:
+    def _open_session(self, info: SessionInfo) -> DaemonSession:
         base = self.settings.workspace
         if info.workspace:
             ws = base.model_copy(update={"path": Path(info.workspace), "repo": ""})
@@ -427,7 +348,7 @@ class Daemon(ClosesOnExit):
         worker = self._worker(
             settings, gate_dir, home_root=_session_homes(settings, info.id), session_id=info.id
         )
-        return _Session(info, worker, gate_dir)
+        return DaemonSession(info, worker, gate_dir)
 
     def _worker(
         self,
@@ -445,47 +366,11 @@ class Daemon(ClosesOnExit):
             reap=False, home_root=home_root, egress=self.egress, on_sources=on_sources,
         )  # fmt: skip
 
-    def _restore_sessions(self) -> None:
-        try:
-            data = json.loads(self._registry.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError) as exc:
-            raise CloudrunnerError(
-                f"the daemon's session registry {self._registry} cannot be read ({exc}); "
-                "move it aside to start with no daemon sessions"
-            ) from None
-        scrub = False
-        for item in data.get("sessions", []) if isinstance(data, dict) else []:
-            try:
-                repo = item.get("repo")
-                info = SessionInfo(
-                    str(item["session"]),
-                    item.get("workspace"),
-                    redact_url(repo) if isinstance(repo, str) and _has_password(repo) else repo,
-                    item.get("ref"),
-                    str(item.get("created_at") or ""),
-                )
-            except (KeyError, TypeError):
-                continue
-            self._sessions[info.id] = self._open_session(info)
-            scrub = scrub or info.repo != item.get("repo")
-        if scrub:  # a registry written before passwords were refused: drop them from disk
-            self._save_registry()
-
-    def _save_registry(self) -> None:
-        """Persist the API-created sessions (the lock is held)."""
-        items = [s.info.record() for k, s in self._sessions.items() if k != DEFAULT_SESSION]
-        self._registry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = self._registry.with_name(f".{self._registry.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"sessions": items}, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, self._registry)
-
     # ------------------------------------------------------------------ readiness
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """Whether events can run now: the engine answers and every configured image is there."""
-        if self._draining:
+        if self.admission.draining:
             return False, {"reason": "the daemon is shutting down"}
         try:
             client = self.link.client()
@@ -521,31 +406,6 @@ class Daemon(ClosesOnExit):
 _KINDS = tuple(name for name in SOURCE_NAMES if SourceKind(name) is not SourceKind.USER)
 
 
-def _draining() -> DaemonError:
-    return DaemonError(
-        "the daemon is shutting down; send the event again to its successor", ErrorCode.DRAINING
-    )
-
-
-def _unknown(session_id: str) -> DaemonError:
-    return DaemonError(
-        f"no daemon session {session_id!r}; create one with POST /v1/sessions "
-        "(GET /v1/sessions lists them)",
-        ErrorCode.UNKNOWN_SESSION,
-    )
-
-
 def _session_homes(settings: Settings, session_id: str) -> Path:
     """Where a daemon session's hook homes live (removed with the session)."""
     return settings.state_dir / "daemon" / "homes" / session_id
-
-
-def _has_password(url: str) -> bool:
-    try:
-        return urlsplit(url.strip()).password is not None
-    except ValueError:
-        return False
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

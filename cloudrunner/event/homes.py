@@ -10,8 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cloudrunner import hook_home, workspace
+from cloudrunner import workspace
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.event import hook_home
 from cloudrunner.event.profiles import SandboxProfiles
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.settings import HomeSettings

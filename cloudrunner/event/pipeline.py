@@ -1,7 +1,7 @@
 """One agent event from payload to answer, stage by stage, with every step recorded.
 
 intake -> workspace (clone or adopt, access) -> writability gate -> sources -> plan ->
-`received` (synced while homes and the first sandbox are prepared) -> sandbox runs (the
+`received` (synced once homes and the first sandbox are prepared) -> sandbox runs (the
 project hooks' in the repository's environment image, when it has one) -> merge -> session
 state -> records -> answer. A stage that finds the event unfit raises `Refusal`;
 this module alone records it (`refused`) and raises PayloadRefused for the CLI's error
@@ -26,19 +26,25 @@ from typing import Any, NamedTuple, NoReturn
 
 import structlog
 
-from cloudrunner import hook_env, ownership, recording, transcript, workspace
+from cloudrunner import hook_env, ownership, recording, workspace
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind
 from cloudrunner.audit.records import Entry
-from cloudrunner.daemon.threads import ElasticPool
 from cloudrunner.egress.credentials import RunAttribution
 from cloudrunner.egress.manager import Egress
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.event import intake as intake_stage
-from cloudrunner.event import records
+from cloudrunner.event import records, transcript
 from cloudrunner.event.environments import EnvironmentImages
 from cloudrunner.event.errors import EventNotRecorded, PayloadRefused, Refusal
 from cloudrunner.event.homes import Home, Homes
+from cloudrunner.event.runner import SandboxSet, run_plan
 from cloudrunner.event.sandboxes import SandboxProvider, SandboxRequest
+from cloudrunner.event.session import (
+    PersistentLoopCounterStore,
+    SessionState,
+    SessionStateError,
+    SessionStore,
+)
 from cloudrunner.event.workspaces import Workspaces
 from cloudrunner.protocol.errors import InvalidPayload
 from cloudrunner.protocol.events import neutral_answer
@@ -46,14 +52,7 @@ from cloudrunner.protocol.merge import merge
 from cloudrunner.protocol.plan import Plan, build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.refusals import ErrorCode
-from cloudrunner.runner import SandboxSet, run_plan
 from cloudrunner.sandbox.base import HOOK_HOME, Sandbox
-from cloudrunner.session import (
-    PersistentLoopCounterStore,
-    SessionState,
-    SessionStateError,
-    SessionStore,
-)
 from cloudrunner.settings import Settings
 from cloudrunner.source_settings import source_settings
 from cloudrunner.sources import SourceSet, load_sources
@@ -106,11 +105,9 @@ class EventPipeline:
         environments: EnvironmentImages,
         sandboxes: SandboxProvider,
         egress: Egress,
-        helpers: ElasticPool | None = None,
         on_sources: Callable[[Path, SourceSet], None] | None = None,
     ) -> None:
-        """`helpers` prepare an event while its first record syncs (a long-lived worker's);
-        `on_sources` is told each workspace's sources as an event loads them."""
+        """`on_sources` is told each workspace's sources as an event loads them."""
         self.settings = settings
         self.profile = Profile(settings.profile)
         self.audit = audit
@@ -120,7 +117,6 @@ class EventPipeline:
         self.environments = environments
         self.sandboxes = sandboxes
         self.egress = egress
-        self.helpers = helpers
         self.on_sources = on_sources
         self.hook_records = records.HookRecords(audit)
         #: the operator's allowlisted variables of this process's environment, per source
@@ -202,7 +198,7 @@ class EventPipeline:
             name, (RecordKind.RECEIVED, first), runs=bool(plan.hooks_to_run)
         )
         ids: records.RecordIds = {**intake.ids(), "event_seq": received["seq"]}
-        shown, homes, sandboxes = self._prepare_while(
+        shown, homes, sandboxes = self._prepare_then_sync(
             lambda: self._prepare(plan, ws, session), durable
         )
         issued: list[str] = []  # the proxy credentials of this event's runs, ended with it
@@ -361,26 +357,30 @@ class EventPipeline:
 
         return record, durable
 
-    def _prepare_while(
-        self, prepare: Callable[[], Prepared], durable: Callable[[], None]
+    @staticmethod
+    def _prepare_then_sync(
+        prepare: Callable[[], Prepared], durable: Callable[[], None]
     ) -> Prepared:
-        """`durable()` (the event's first record synced) and `prepare()` (its transcript,
-        homes and first sandbox) side by side in a long-lived worker: the preparation runs
-        on a helper thread while this one waits for the disk without holding the GIL, so
-        what the sync costs the event is the longer of the two, not their sum. No hook
-        starts before both are done; when the sync fails, what was borrowed is given back
-        and the event fails (EventNotRecorded)."""
-        if durable is _nothing or self.helpers is None:
+        """`prepare()` (the event's transcript, homes and first warm sandbox), then
+        `durable()` (its first record synced), on the event's own thread: no hook starts
+        before both are done. Preparing first lets the records of concurrent events gather
+        for one sync (see `group_commit`); handing the preparation to another thread so it
+        ran beside the sync cost a thread wake-up and a future each way, more than a warm
+        preparation takes. When the sync fails, what was borrowed is given back
+        and the event fails (EventNotRecorded); when the preparation fails, the record is
+        still synced before its error goes on (as when the two ran side by side)."""
+        try:
+            prepared = prepare()
+        except BaseException:
             durable()
-            return prepare()
-        future = self.helpers.submit(prepare)
+            raise
         try:
             durable()
         except BaseException:
             with contextlib.suppress(Exception):
-                future.result().sandboxes.close()
+                prepared.sandboxes.close()
             raise
-        return future.result()
+        return prepared
 
     def _not_recorded(self, event: str, exc: Exception) -> EventNotRecorded:
         return EventNotRecorded(

@@ -7,7 +7,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from cloudrunner import ownership, transcript, workspace
+from cloudrunner import ownership, workspace
 from cloudrunner.audit import AuditWriter, RecordKind
 from cloudrunner.audit.pipeline import Cleaned
 from cloudrunner.audit.records import (
@@ -21,13 +21,14 @@ from cloudrunner.audit.records import (
     RefusedFields,
     SkippedFields,
 )
+from cloudrunner.event import transcript
+from cloudrunner.event.gate import GateDecision
 from cloudrunner.event.homes import Home
 from cloudrunner.event.intake import EventIds, safe_text
-from cloudrunner.gate import GateDecision
+from cloudrunner.event.runner import RunOutcome
 from cloudrunner.memo import BoundedMemo
 from cloudrunner.protocol.merge import MergedAnswer
 from cloudrunner.protocol.profiles import SourceKind
-from cloudrunner.runner import RunOutcome
 from cloudrunner.sandbox.base import ExecResult
 from cloudrunner.sandbox.reaper import Orphan
 from cloudrunner.sources import LoadedSource, SourceSet, SourceStatus

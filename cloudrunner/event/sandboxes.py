@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from cloudrunner import transcript, workspace
+from cloudrunner import workspace
 from cloudrunner.egress.manager import Egress
+from cloudrunner.event import transcript
 from cloudrunner.event.engine import Engine
 from cloudrunner.event.homes import Home
 from cloudrunner.event.profiles import SandboxProfiles

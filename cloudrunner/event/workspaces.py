@@ -14,8 +14,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from cloudrunner import gate, ownership, workspace, workspace_match
+from cloudrunner import ownership, workspace, workspace_match
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.event import gate
 from cloudrunner.event.errors import Refusal
 from cloudrunner.event.profiles import SandboxProfiles
 from cloudrunner.logs import get_logger

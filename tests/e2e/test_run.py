@@ -209,7 +209,7 @@ def test_a_hooks_file_broken_between_events_disables_only_its_source(
 
 
 def test_a_closed_gate_answers_neutrally_and_runs_nothing(deployment: Deployment) -> None:
-    from cloudrunner import gate
+    from cloudrunner.event import gate
 
     deployment.answer(deployment.event("stop", status="aborted"))  # clone first
     gate.set_mode(deployment.state, gate.GateMode.CLOSED)

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from cloudrunner import gate
 from cloudrunner.audit import verify_log
+from cloudrunner.event import gate
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.settings import load_settings
 from cloudrunner.worker import PayloadRefused, Worker
@@ -178,3 +178,55 @@ def test_records_lost_after_the_hooks_ran_keep_the_answer_and_are_logged(
     assert warning["log_level"] == "warning" and warning["hook_event"] == "beforeShellExecution"
     assert "could not be written" in warning["problem"]
     worker.close()
+
+
+# -- prepared, then synced: on the event's own thread ------------------------------------
+
+
+class _Borrowed:
+    def __init__(self) -> None:
+        self.closed = 0
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_the_first_record_is_synced_after_the_preparation_and_before_the_hooks() -> None:
+    from cloudrunner.event.pipeline import EventPipeline, Prepared
+
+    order: list[str] = []
+    borrowed = _Borrowed()
+
+    def prepare() -> Prepared:
+        order.append("prepare")
+        return Prepared(None, {}, borrowed)  # type: ignore[arg-type]
+
+    prepared = EventPipeline._prepare_then_sync(prepare, lambda: order.append("sync"))
+    assert order == ["prepare", "sync"] and prepared.sandboxes is borrowed
+    assert borrowed.closed == 0
+
+
+def test_a_failed_preparation_still_syncs_the_record_and_a_failed_sync_gives_back() -> None:
+    from cloudrunner.event.errors import EventNotRecorded
+    from cloudrunner.event.pipeline import EventPipeline, Prepared
+
+    synced: list[bool] = []
+
+    def broken() -> Prepared:
+        raise RuntimeError("the transcript cannot be read")
+
+    with pytest.raises(RuntimeError, match="transcript"):
+        EventPipeline._prepare_then_sync(broken, lambda: synced.append(True))
+    assert synced == [True]
+
+    borrowed = _Borrowed()
+
+    def lost() -> None:
+        raise EventNotRecorded("its first audit record could not be written")
+
+    with pytest.raises(EventNotRecorded):
+        EventPipeline._prepare_then_sync(
+            lambda: Prepared(None, {}, borrowed),  # type: ignore[arg-type]
+            lost,
+        )
+    assert borrowed.closed == 1

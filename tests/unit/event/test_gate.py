@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner import gate, ownership
+from cloudrunner import ownership
 from cloudrunner.cli import main
-from cloudrunner.gate import GateError, GateMode
+from cloudrunner.event import gate
+from cloudrunner.event.gate import GateError, GateMode
 from tests.support.ci import needs_root
 from tests.support.mounts import mount, read_only_view
 
@@ -123,7 +124,8 @@ _WORKER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from cloudrunner import gate, ownership
+    from cloudrunner import ownership
+    from cloudrunner.event import gate
 
     state = Path(sys.argv[1])
     index = int(sys.argv[2])

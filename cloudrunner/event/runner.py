@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cloudrunner import transcript
+from cloudrunner.event import transcript
 from cloudrunner.hook_env import Passed
 from cloudrunner.protocol import sandbox_causes
 from cloudrunner.protocol.claude_io import claude_stdin, wants_last_message

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from cloudrunner import hook_home
-from cloudrunner.hook_home import HomeError
+from cloudrunner.event import hook_home
+from cloudrunner.event.hook_home import HomeError
 from tests.support.ci import needs_root
 from tests.support.git_repos import git
 
@@ -142,7 +142,7 @@ def test_many_workers_making_one_home_at_once_all_get_it(tmp_path: Path) -> None
     script = (
         "import sys, os\n"
         "from pathlib import Path\n"
-        "from cloudrunner import hook_home\n"
+        "from cloudrunner.event import hook_home\n"
         "uid = 10001 if os.geteuid() == 0 else os.geteuid()\n"
         "s = hook_home.prepare(Path(sys.argv[1]), uid, uid, workspace=Path(sys.argv[2]),\n"
         "    limit=1 << 20, git_name='n', git_email='e@x')\n"

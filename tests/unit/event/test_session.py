@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner.session import SessionStateError, SessionStore
+from cloudrunner.event.session import SessionStateError, SessionStore
 
 
 def _bump(state_dir: str, times: int) -> None:
@@ -63,7 +63,7 @@ def test_unwritable_state_dir_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_persistent_loop_store_counts_up_to_the_limit_across_stores(tmp_path: Path) -> None:
-    from cloudrunner.session import PersistentLoopCounterStore
+    from cloudrunner.event.session import PersistentLoopCounterStore
 
     first = PersistentLoopCounterStore(SessionStore(tmp_path))
     assert first.try_consume("c", "stop-script", 2).allowed
@@ -109,7 +109,7 @@ def test_state_written_under_the_old_name_is_still_read(tmp_path: Path) -> None:
 
 
 def test_a_loop_count_that_cannot_be_written_is_reported_not_raised(tmp_path: Path) -> None:
-    from cloudrunner.session import PersistentLoopCounterStore
+    from cloudrunner.event.session import PersistentLoopCounterStore
 
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -155,7 +155,7 @@ def test_the_same_state_in_another_key_order_is_not_written_again(
 
 def _age(store: SessionStore, conversation: str, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Count the state file as settled (its ctime cannot be set back: the window shrinks)."""
-    import cloudrunner.session as session_module
+    import cloudrunner.event.session as session_module
 
     monkeypatch.setattr(session_module, "SETTLED_NS", -(10**12))
     return next(store.directory.glob("c-*.json"))
@@ -164,7 +164,7 @@ def _age(store: SessionStore, conversation: str, monkeypatch: pytest.MonkeyPatch
 @pytest.fixture
 def counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[SessionStore, list[str]]:
     """A store with one conversation's state, and the paths read from its files."""
-    import cloudrunner.session as session_module
+    import cloudrunner.event.session as session_module
 
     store = SessionStore(tmp_path)
     with store.update("c1") as state:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner import transcript
+from cloudrunner.event import transcript
 
 
 @pytest.fixture

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cloudrunner.event.runner import to_execution
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.results import ExecutionStatus
 from cloudrunner.protocol.sandbox_causes import CauseKind
-from cloudrunner.runner import to_execution
 from cloudrunner.sandbox.base import ExecResult
 
 ATTESTED = {"image": "acme/runtime:7", "hook_user": "10001:10001", "network": "none"}

@@ -112,3 +112,15 @@ def test_the_ci_guide_shows_the_workflow_file_as_it_is() -> None:
     opening = '```yaml title=".github/workflows/hook-tests.yml"\n'
     shown = guide.split(opening, 1)[1].split("\n```\n", 1)[0] + "\n"
     assert shown == (ROOT / "examples" / "ci" / "hook-tests.yml").read_text()
+
+
+def test_the_ci_guide_lists_the_action_inputs_as_they_are() -> None:
+    import re
+
+    import yaml
+
+    inputs = yaml.safe_load((ROOT / "action.yml").read_text())["inputs"]
+    guide = (DOCS / "guides" / "ci.md").read_text()
+    table = guide.split("| input | default | what it does |", 1)[1].split("\n\n", 1)[0]
+    listed = re.findall(r"^\| `([a-z-]+)` \|", table, re.M)
+    assert listed == list(inputs)

@@ -24,6 +24,8 @@ Two passes, one report (`FILE:LINE:COL: CODE message`, exit 1 on any finding):
     goal "missed";
   - `DOC006` a sentence cut short in a table: a body cell that ends in a word no sentence
     ends with ("are", "the", "or", ...);
+  - `DOC008` a page whose first section heading says its title again ("# Workspaces" then
+    "## The workspace"): name what the section holds;
   - `DOC007` the site's stylesheet without the rule that keeps code in a table from
     breaking inside a name (checked once per run, on mkdocs.yml and its `extra_css`).
 """
@@ -248,6 +250,33 @@ def check_cells(name: str, lines: list[str], inside: set[int]) -> Iterator[Findi
                               "short, finish it")  # fmt: skip
 
 
+HEADING = re.compile(r"^(#{1,2}) (.+?)\s*#*\s*$")
+
+
+def _heading_words(text: str) -> list[str]:
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return [w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words
+            if w not in ("the", "a", "an", "and", "of")]  # fmt: skip
+
+
+def check_headings(name: str, lines: list[str], inside: set[int]) -> Iterator[Finding]:
+    """DOC008: the first `##` heading repeats the page's `#` title."""
+    title: list[str] | None = None
+    for i, line in enumerate(lines):
+        match = HEADING.match(line) if i not in inside else None
+        if match is None:
+            continue
+        words = _heading_words(match.group(2))
+        if len(match.group(1)) == 1:
+            title = words
+            continue
+        if title and words and (set(words) <= set(title) or words[: len(title)] == title):
+            yield Finding(name, i + 1, 1, "DOC008",
+                          f"the first section heading {match.group(2)!r} says the page's "
+                          "title again: name what the section holds, or drop it")  # fmt: skip
+        return
+
+
 def check_stylesheet(root: Path) -> list[Finding]:
     """DOC007: mkdocs.yml lists a stylesheet that keeps code in table cells whole."""
     import yaml  # type: ignore[import-untyped]
@@ -293,6 +322,7 @@ def own_checks(page: Path, root: Path = ROOT) -> list[Finding]:
     if name.startswith("docs/"):  # README.md renders on GitHub, where `\|` is right
         found += check_tables(name, lines, inside)
         found += check_cells(name, lines, inside)
+        found += check_headings(name, lines, inside)
         if name not in DEVELOPER_PAGES:
             found += check_notes(name, lines, inside)
     if _narrow(page, root):

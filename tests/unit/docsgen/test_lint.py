@@ -215,3 +215,27 @@ def test_the_rule_that_keeps_table_code_whole_passes(tmp_path: Path) -> None:
     assert lint.check_stylesheet(_site(tmp_path, css)) == []
     # the site's own stylesheet has it
     assert lint.check_stylesheet(lint.ROOT) == []
+
+
+@pytest.mark.parametrize(
+    ("title", "section"),
+    [
+        ("Workspaces", "The workspace"),
+        ("HTTP API", "The API"),
+        ("Hostile input", "Hostile input: matchers and payloads"),
+        ("How answers are merged", "How answers are merged"),
+    ],
+)
+def test_a_first_section_that_says_the_title_again(
+    tmp_path: Path, title: str, section: str
+) -> None:
+    found = _findings(tmp_path, f"# {title}\n\nIntro.\n\n## {section}\n\nText.\n")
+    assert _codes(found) == [("DOC008", 5)]
+
+
+def test_a_first_section_that_names_its_own_part_passes(tmp_path: Path) -> None:
+    text = "# Events\n\n## The 14 events cloud agents run\n\nText.\n\n## Events\n\nMore.\n"
+    assert _findings(tmp_path, text) == []
+    # a heading inside a code block is not a heading
+    text = "# Workspaces\n\n```sh\n## Workspaces\n```\n\n## Clone or adopt\n\nText.\n"
+    assert _findings(tmp_path, text) == []

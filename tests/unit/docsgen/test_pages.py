@@ -26,7 +26,8 @@ def test_check_fails_and_names_a_stale_page(
 ) -> None:
     shutil.copytree(DOCS, tmp_path / "docs")
     stale = tmp_path / "docs" / "reference" / "settings.md"
-    stale.write_text(stale.read_text().replace("### `profile` {#profile}", "### `profiles` {#profile}"))
+    text = stale.read_text()
+    stale.write_text(text.replace("### `profile` {#profile}", "### `profiles` {#profile}"))
     assert main(["--check", "--docs", str(tmp_path / "docs")]) == 1
     err = capsys.readouterr().err
     assert "reference/settings.md" in err and "run `python -m docsgen`" in err
@@ -36,7 +37,7 @@ def test_check_fails_and_names_a_stale_page(
 
 def test_every_setting_and_command_is_on_its_page() -> None:
     from cloudrunner.cli import build_parser
-    from cloudrunner.settings import ENV_KEYS, load_settings
+    from cloudrunner.settings import ENV_KEYS
 
     rendered = {name: render() for name, render in pages().items()}
     for variable in ENV_KEYS:

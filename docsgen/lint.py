@@ -13,9 +13,9 @@ Two passes, one report (`FILE:LINE:COL: CODE message`, exit 1 on any finding):
   - `DOC002` a backtick inside a diagram (a fence of box-drawing characters or arrows, shown
     as it is: the backticks show literally);
   - `DOC003` a code line wider than `CODE_WIDTH` in a page a newcomer reads first (the
-    guides, getting started and the quick starts): the page cuts it or scrolls it (a
-    `text` fence of terminal output after `<!-- lint: wide terminal output -->` may be as
-    wide as the program prints it);
+    guides, getting started and the quick starts): the page cuts it or scrolls it, so a
+    command whose output is shown there is shown in a form that fits (fewer columns, one
+    key a line);
   - `DOC004` a reference to what readers do not have: a spec section, an issue number, the
     design notes or the spec by file name, a path on a development machine, a link that
     leaves the repository;
@@ -48,8 +48,6 @@ CODE_WIDTH = 90
 NARROW_PAGES = ("docs/guides/*.md", "docs/getting-started*.md", "docs/quickstart/*.md")
 
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)(?P<info>.*)$")
-#: before a `text` fence: terminal output shown as wide as the program prints it (a table)
-WIDE_OUTPUT = re.compile(r"^\s*<!--\s*lint: wide terminal output\s*-->\s*$")
 EXAMPLE_MARKER = re.compile(r"^\s*<!--\s*example\b.*-->\s*$")
 CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 DIAGRAM_CHARS = re.compile("[\u2190-\u21ff\u2500-\u257f\u25b2-\u25c4]")
@@ -174,8 +172,6 @@ def check_diagrams(name: str, lines: list[str]) -> Iterator[Finding]:
 
 def check_width(name: str, lines: list[str], width: int = CODE_WIDTH) -> Iterator[Finding]:
     for start, end, info, indent in fences(lines):
-        if start and WIDE_OUTPUT.match(lines[start - 1]) and info.split(" ")[0] == "text":
-            continue  # terminal output as wide as the program prints it, said so on the page
         for offset, line in enumerate(lines[start + 1 : end]):
             shown = line[len(indent) :] if line.startswith(indent) else line.lstrip()
             if len(shown) > width:
@@ -341,9 +337,7 @@ def markdown_checks(pages: Iterable[Path], root: Path = ROOT) -> list[Finding]:
         lines = page.read_text(encoding="utf-8").splitlines()
         for failure in api.scan_path(str(page)).scan_failures:
             before = lines[failure.line_number - 2] if failure.line_number >= 2 else ""
-            if failure.rule_id.lower() == "md031" and (
-                EXAMPLE_MARKER.match(before) or WIDE_OUTPUT.match(before)
-            ):
+            if failure.rule_id.lower() == "md031" and (EXAMPLE_MARKER.match(before)):
                 continue  # a marker of this linter or of the examples' test tops its fence
             message = failure.rule_description
             if failure.extra_error_information:

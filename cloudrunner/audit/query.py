@@ -73,7 +73,10 @@ def _row(values: tuple[str, ...], columns: tuple[int, ...]) -> str:
     for position, index in enumerate(columns):
         _heading, width, right = COLUMNS[index]
         last = position == len(columns) - 1
-        cells.append(values[index] if last else _fit(values[index], width, right))
+        if last:  # never cut; a number still lines up under its heading
+            cells.append(values[index].rjust(width) if right else values[index])
+        else:
+            cells.append(_fit(values[index], width, right))
     return "  ".join(cells).rstrip()
 
 

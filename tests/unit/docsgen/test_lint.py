@@ -239,3 +239,14 @@ def test_a_first_section_that_names_its_own_part_passes(tmp_path: Path) -> None:
     # a heading inside a code block is not a heading
     text = "# Workspaces\n\n```sh\n## Workspaces\n```\n\n## Clone or adopt\n\nText.\n"
     assert _findings(tmp_path, text) == []
+
+
+def test_wide_terminal_output_in_a_quick_start_is_caught_even_with_a_marker(
+    tmp_path: Path,
+) -> None:
+    """Output wider than the page is cut off for the reader: the page shows a form of the
+    command that fits (the marker that let it through is gone)."""
+    wide = "TIME  " + "COLUMN  " * 15
+    text = f"# Page\n\n<!-- lint: wide terminal output -->\n```text\n{wide}\n```\n"
+    found = _findings(tmp_path, text, name="docs/quickstart/q.md")
+    assert ("DOC003", 5) in _codes(found)

@@ -45,7 +45,12 @@ ROOT = Path(__file__).resolve().parents[1]
 #: column shows about 90 characters of code at a 1280-pixel window)
 CODE_WIDTH = 90
 #: pages held to CODE_WIDTH, as globs relative to the repository root
-NARROW_PAGES = ("docs/guides/*.md", "docs/getting-started*.md", "docs/quickstart/*.md")
+NARROW_PAGES = (
+    "docs/guides/*.md",
+    "docs/getting-started*.md",
+    "docs/quickstart/*.md",
+    "docs/troubleshooting.md",
+)
 
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)(?P<info>.*)$")
 EXAMPLE_MARKER = re.compile(r"^\s*<!--\s*example\b.*-->\s*$")

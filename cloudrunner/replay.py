@@ -116,6 +116,29 @@ def _short(value: Any) -> str:
     return "-" if value is None else json.dumps(value, ensure_ascii=False)
 
 
+#: an answer whose one-line JSON is wider than this is shown one key a line
+ANSWER_WIDTH = 70
+
+
+def answer_lines(label: str, value: Any) -> list[str]:
+    """`label` and the answer, as one line, or one key a line when the line would be wider
+    than ANSWER_WIDTH (a terminal or a page of 90 columns shows it whole, but for long
+    values)."""
+    one = _short(value)
+    head = f"      {label:9} "
+    if len(one) <= ANSWER_WIDTH or not isinstance(value, dict) or len(value) < 2:
+        return [head + one]
+    items = [
+        f"{json.dumps(key, ensure_ascii=False)}: {json.dumps(item, ensure_ascii=False)}"
+        for key, item in value.items()
+    ]
+    pad = " " * len(head)
+    lines = [f"{head}{{{items[0]},"]
+    lines += [f"{pad} {item}," for item in items[1:-1]]
+    lines.append(f"{pad} {items[-1]}}}")
+    return lines
+
+
 # -- comparing ---------------------------------------------------------------------------------
 
 
@@ -405,8 +428,8 @@ def render_text(report: ReplayReport) -> str:
             for hook in event.hooks:
                 out.append(f"      hook      {hook.text()}")
             if event.expected is not None:
-                out.append(f"      expected  {_short(event.expected)}")
-            out.append(f"      got       {_short(event.got)}")
+                out += answer_lines("expected", event.expected)
+            out += answer_lines("got", event.got)
             if event.differences:
                 out.append(f"      differs   {', '.join(event.differences)}")
         out += [f"      note      {note}" for note in event.notes]

@@ -18,7 +18,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 def pages() -> dict[str, Callable[[], str]]:
     # argparse wraps usage lines to the terminal width: pin it so the pages are stable
     os.environ["COLUMNS"] = "100"
-    from docsgen import claude_code, cli, daemon_api, events, settings
+    from docsgen import changelog, claude_code, cli, daemon_api, events, settings
 
     return {
         "reference/cli.md": cli.render,
@@ -27,6 +27,7 @@ def pages() -> dict[str, Callable[[], str]]:
         "concepts/claude-code.md": claude_code.render,
         "reference/routes.md": daemon_api.routes,
         "reference/metrics.md": daemon_api.metrics,
+        "changelog.md": changelog.render,
     }
 
 

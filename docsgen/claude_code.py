@@ -140,7 +140,7 @@ def render() -> str:
         table(("key", "what cloudrunner does"), [(code(k), v) for k, v in HOOK_KEYS.items()]),
         "## Events",
         "",
-        "One table in the code maps Claude's events onto Cursor's; this is it.",
+        "Each Claude Code event runs on the Cursor event an agent sends for it:",
         "",
         _events(),
         "## Tool names",

@@ -13,12 +13,21 @@ Two passes, one report (`FILE:LINE:COL: CODE message`, exit 1 on any finding):
   - `DOC002` a backtick inside a diagram (a fence of box-drawing characters or arrows, shown
     as it is: the backticks show literally);
   - `DOC003` a code line wider than `CODE_WIDTH` in a page a newcomer reads first (the
-    guides, getting started and the quick starts): the page cuts it or scrolls it (a
-    `text` fence of terminal output after `<!-- lint: wide terminal output -->` may be as
-    wide as the program prints it);
+    guides, getting started and the quick starts): the page cuts it or scrolls it, so a
+    command whose output is shown there is shown in a form that fits (fewer columns, one
+    key a line);
   - `DOC004` a reference to what readers do not have: a spec section, an issue number, the
     design notes or the spec by file name, a path on a development machine, a link that
-    leaves the repository.
+    leaves the repository;
+  - `DOC005` a note to ourselves on a user page (every page but the development guide and
+    the changelog): a source path of the repository, a test's name, a date in prose, a
+    goal "missed";
+  - `DOC006` a sentence cut short in a table: a body cell that ends in a word no sentence
+    ends with ("are", "the", "or", ...);
+  - `DOC008` a page whose first section heading says its title again ("# Workspaces" then
+    "## The workspace"): name what the section holds;
+  - `DOC007` the site's stylesheet without the rule that keeps code in a table from
+    breaking inside a name (checked once per run, on mkdocs.yml and its `extra_css`).
 """
 
 from __future__ import annotations
@@ -29,17 +38,21 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the widest code line a guide or a getting-started page may show (Material's content
 #: column shows about 90 characters of code at a 1280-pixel window)
 CODE_WIDTH = 90
 #: pages held to CODE_WIDTH, as globs relative to the repository root
-NARROW_PAGES = ("docs/guides/*.md", "docs/getting-started*.md", "docs/quickstart/*.md")
+NARROW_PAGES = (
+    "docs/guides/*.md",
+    "docs/getting-started*.md",
+    "docs/quickstart/*.md",
+    "docs/troubleshooting.md",
+)
 
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)(?P<info>.*)$")
-#: before a `text` fence: terminal output shown as wide as the program prints it (a table)
-WIDE_OUTPUT = re.compile(r"^\s*<!--\s*lint: wide terminal output\s*-->\s*$")
 EXAMPLE_MARKER = re.compile(r"^\s*<!--\s*example\b.*-->\s*$")
 CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 DIAGRAM_CHARS = re.compile("[\u2190-\u21ff\u2500-\u257f\u25b2-\u25c4]")
@@ -55,6 +68,32 @@ ABSENT = (
     (re.compile(r"(?<![\w.])/work/|\bshared/spec\b"),
      "a path on a development machine"),
 )  # fmt: skip
+
+
+#: pages of the site written for the project's developers, not its users (DOC005 spares them)
+DEVELOPER_PAGES = ("docs/development.md", "docs/changelog.md", "CHANGELOG.md")
+#: what a user page must not carry, searched in the whole line (code included)
+DEVELOPMENT_NAMES = (
+    (re.compile(r"(?<![\w/.-])(?:CHANGELOG|bench/README)\.md\b"),
+     "a file that is not on the site"),
+    (re.compile(r"(?<![\w./-])(?:cloudrunner|client|tests|bench|docsgen|typecheck)/"
+                r"[\w./-]*\.(?:py|go|md|toml|json|svg|txt)\b"), "a source path"),
+    (re.compile(r"\btest_[a-z0-9_]+"), "a test's name"),
+)  # fmt: skip
+#: what a user page must not carry in its prose (code spans and blocks may show dates)
+DEVELOPMENT_PROSE = (
+    (re.compile(r"\b(?:19|20)\d\d-\d\d-\d\d\b"), "a date"),
+    (re.compile(r"\bmissed\b", re.I), 'a goal "missed"'),
+)
+#: words no sentence ends with (articles, conjunctions, possessives, a bare "are"): a table
+#: cell ending in one was cut short. Prepositions are not here: "belongs to" ends a sentence.
+OPEN_ENDINGS = frozenset(
+    ("a", "an", "the", "and", "or", "nor", "but", "than", "whether", "its", "their", "whose",
+     "are", "is", "was", "were")
+)  # fmt: skip
+TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]+\|[\s:|-]*$")
+#: the stylesheet rule DOC007 looks for: table code that breaks only where it has spaces
+TABLE_CODE_RULE = re.compile(r"table[^{}]*\bcode\s*\{[^}]*word-break:\s*normal[^}]*\}", re.S)
 
 
 @dataclass(frozen=True, order=True)
@@ -138,8 +177,6 @@ def check_diagrams(name: str, lines: list[str]) -> Iterator[Finding]:
 
 def check_width(name: str, lines: list[str], width: int = CODE_WIDTH) -> Iterator[Finding]:
     for start, end, info, indent in fences(lines):
-        if start and WIDE_OUTPUT.match(lines[start - 1]) and info.split(" ")[0] == "text":
-            continue  # terminal output as wide as the program prints it, said so on the page
         for offset, line in enumerate(lines[start + 1 : end]):
             shown = line[len(indent) :] if line.startswith(indent) else line.lstrip()
             if len(shown) > width:
@@ -173,6 +210,106 @@ def check_absent(name: str, page: Path, lines: list[str], root: Path) -> Iterato
                               "do not have it")  # fmt: skip
 
 
+def check_notes(name: str, lines: list[str], inside: set[int]) -> Iterator[Finding]:
+    for i, line in enumerate(lines):
+        prose = "" if i in inside else CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)
+        prose = LINK_TARGET.sub(lambda m: " " * len(m.group(0)), prose)
+        found = [(p.search(line), what) for p, what in DEVELOPMENT_NAMES]
+        found += [(p.search(prose), what) for p, what in DEVELOPMENT_PROSE]
+        for match, what in found:
+            if match is not None:  # one finding a line: the first thing it names
+                yield Finding(name, i + 1, match.start() + 1, "DOC005",
+                              f"{what} on a user page ({match.group(0)!r}): a note for "
+                              "the project's developers belongs in the development guide "
+                              "or the changelog")  # fmt: skip
+                break
+
+
+def _cells(line: str) -> list[tuple[int, str]]:
+    """(column, text) of each cell of a table row; a `|` inside code stays in its cell."""
+    masked = CODE_SPAN.sub(lambda m: m.group(0).replace("|", "\0"), line)
+    out, start = [], masked.index("|") + 1
+    while (end := masked.find("|", start)) >= 0:
+        out.append((start, line[start:end]))
+        start = end + 1
+    return out
+
+
+def check_cells(name: str, lines: list[str], inside: set[int]) -> Iterator[Finding]:
+    for i, line in enumerate(lines):
+        if i in inside or not line.lstrip().startswith("|") or TABLE_RULE.match(line):
+            continue
+        if i + 1 < len(lines) and TABLE_RULE.match(lines[i + 1]):
+            continue  # the header row: "answered on", "warns when" name a column
+        for column, cell in _cells(line):
+            text = CODE_SPAN.sub("code", cell).strip()
+            words = re.findall(r"[A-Za-z']+", text)
+            open_ended = re.search(r"[A-Za-z]$", text) and words[-1].lower() in OPEN_ENDINGS
+            if len(words) >= 3 and open_ended:
+                yield Finding(name, i + 1, column + 1, "DOC006",
+                              f"a table cell ends in {words[-1]!r}: the sentence was cut "
+                              "short, finish it")  # fmt: skip
+
+
+HEADING = re.compile(r"^(#{1,2}) (.+?)\s*#*\s*$")
+
+
+def _heading_words(text: str) -> list[str]:
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return [w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words
+            if w not in ("the", "a", "an", "and", "of")]  # fmt: skip
+
+
+def check_headings(name: str, lines: list[str], inside: set[int]) -> Iterator[Finding]:
+    """DOC008: the first `##` heading repeats the page's `#` title."""
+    title: list[str] | None = None
+    for i, line in enumerate(lines):
+        match = HEADING.match(line) if i not in inside else None
+        if match is None:
+            continue
+        words = _heading_words(match.group(2))
+        if len(match.group(1)) == 1:
+            title = words
+            continue
+        if title and words and (set(words) <= set(title) or words[: len(title)] == title):
+            yield Finding(name, i + 1, 1, "DOC008",
+                          f"the first section heading {match.group(2)!r} says the page's "
+                          "title again: name what the section holds, or drop it")  # fmt: skip
+        return
+
+
+def check_stylesheet(root: Path) -> list[Finding]:
+    """DOC007: mkdocs.yml lists a stylesheet that keeps code in table cells whole."""
+    import yaml  # type: ignore[import-untyped]
+
+    config_path = root / "mkdocs.yml"
+    if not config_path.exists():
+        return []
+    config = yaml.load(config_path.read_text(), Loader=_yaml_loader())
+    if not isinstance(config, dict):
+        config = {}
+    sheets = config.get("extra_css") or []
+    docs = root / str(config.get("docs_dir") or "docs")
+    for sheet in sheets:
+        path = docs / str(sheet)
+        if path.is_file() and TABLE_CODE_RULE.search(path.read_text(encoding="utf-8")):
+            return []
+    return [Finding("mkdocs.yml", 1, 1, "DOC007",
+                    "no stylesheet in extra_css keeps code in tables whole: Material breaks "
+                    "names such as setting keys mid-word; add a rule `table code { "
+                    "word-break: normal; overflow-wrap: normal }`")]  # fmt: skip
+
+
+def _yaml_loader() -> Any:
+    """A safe loader that reads mkdocs.yml's tags (such as !ENV) as nothing: the check needs
+    none of their values."""
+    import yaml
+
+    loader: Any = type("TagBlindLoader", (yaml.SafeLoader,), {})
+    loader.add_multi_constructor("", lambda _loader, _suffix, _node: None)
+    return loader
+
+
 def _narrow(page: Path, root: Path) -> bool:
     relative = Path(_relative(page, root))
     return any(relative.match(glob) for glob in NARROW_PAGES)
@@ -185,6 +322,10 @@ def own_checks(page: Path, root: Path = ROOT) -> list[Finding]:
     found = [*check_diagrams(name, lines), *check_absent(name, page, lines, root)]
     if name.startswith("docs/"):  # README.md renders on GitHub, where `\|` is right
         found += check_tables(name, lines, inside)
+        found += check_cells(name, lines, inside)
+        found += check_headings(name, lines, inside)
+        if name not in DEVELOPER_PAGES:
+            found += check_notes(name, lines, inside)
     if _narrow(page, root):
         found += check_width(name, lines)
     return found
@@ -201,9 +342,7 @@ def markdown_checks(pages: Iterable[Path], root: Path = ROOT) -> list[Finding]:
         lines = page.read_text(encoding="utf-8").splitlines()
         for failure in api.scan_path(str(page)).scan_failures:
             before = lines[failure.line_number - 2] if failure.line_number >= 2 else ""
-            if failure.rule_id.lower() == "md031" and (
-                EXAMPLE_MARKER.match(before) or WIDE_OUTPUT.match(before)
-            ):
+            if failure.rule_id.lower() == "md031" and (EXAMPLE_MARKER.match(before)):
                 continue  # a marker of this linter or of the examples' test tops its fence
             message = failure.rule_description
             if failure.extra_error_information:
@@ -216,7 +355,7 @@ def markdown_checks(pages: Iterable[Path], root: Path = ROOT) -> list[Finding]:
 
 def lint(pages: Iterable[Path], root: Path = ROOT) -> list[Finding]:
     pages = list(pages)
-    found = markdown_checks(pages, root)
+    found = markdown_checks(pages, root) + check_stylesheet(root)
     for page in pages:
         found += own_checks(page, root)
     return sorted(set(found))

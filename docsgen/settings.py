@@ -14,7 +14,7 @@ from pydantic.fields import FieldInfo
 
 from cloudrunner.settings import ENV_KEYS, Settings
 from docsgen.comments import attribute_comments
-from docsgen.markdown import GENERATED_NOTE, code, table
+from docsgen.markdown import GENERATED_NOTE, code
 
 _SIMPLE = {"str": "string", "int": "integer", "float": "number", "bool": "boolean",
            "Path": "path", "PosixPath": "path"}  # fmt: skip
@@ -63,11 +63,11 @@ def _default(info: FieldInfo) -> str:
     return code(value if not isinstance(value, bool) else str(value).lower())
 
 
-def _rows(model: type[BaseModel], prefix: str) -> list[tuple[str, list[tuple[str, ...]]]]:
-    """(table name, rows) for this model and, after it, each nested model."""
+def _rows(model: type[BaseModel], prefix: str) -> list[tuple[str, list[Key]]]:
+    """(table name, keys) for this model and, after it, each nested model."""
     env_of = {dotted: name for name, dotted in ENV_KEYS.items()}
-    rows: list[tuple[str, ...]] = []
-    nested: list[tuple[str, list[tuple[str, ...]]]] = []
+    keys: list[Key] = []
+    nested: list[tuple[str, list[Key]]] = []
     comments: dict[str, str] = {}  # for models that document fields with `#:` comments
     for base in reversed(model.__mro__):
         if issubclass(base, BaseModel) and base.__module__.startswith("cloudrunner."):
@@ -78,17 +78,90 @@ def _rows(model: type[BaseModel], prefix: str) -> list[tuple[str, list[tuple[str
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             nested += _rows(annotation, f"{dotted}.")
             continue
-        env = env_of.get(dotted)
-        rows.append(
-            (
-                code(dotted),
+        keys.append(
+            Key(
+                dotted,
                 _type_name(annotation),
                 _default(info),
-                code(env) if env else "",
+                env_of.get(dotted),
                 info.description or comments.get(name, ""),
+                _example(dotted, annotation),
             )
         )
-    return [(prefix.rstrip(".") or "top level", rows), *nested]
+    return [(prefix.rstrip(".") or "top level", keys), *nested]
+
+
+class Key(typing.NamedTuple):
+    dotted: str
+    type: str
+    default: str
+    env: str | None
+    meaning: str
+    example: str
+
+
+#: example values for settings that are unset by default, by the type's name
+_PLACEHOLDERS: dict[str, Any] = {
+    "path": "/etc/cloudrunner/example",
+    "string": "example",
+    "integer": 1,
+    "number": 1.5,
+    "boolean": True,
+}
+
+
+#: example values for keys whose values have a shape of their own (by key, or its last part)
+_EXAMPLES: dict[str, Any] = {
+    "sources.project_digests": ["sha256:" + "0" * 64],
+    "egress.sandbox_subnets": "172.30.0.0/16",
+    "domains": ["api.example.com"],
+    "addresses": ["192.0.2.10"],
+}
+
+
+def _example(dotted: str, annotation: Any) -> str:
+    """The key as it is written in a settings file: its default, or a value of its type
+    when it has none (the file is TOML, so a reader can copy it)."""
+    import tomli_w
+
+    value: Any = Settings().model_dump(mode="json")
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    simple = _type_name(annotation).removesuffix(" (optional)")
+    if value == [] and simple.startswith("list of"):  # an empty default: show one item
+        value = None
+    if value is None:
+        value = _EXAMPLES.get(dotted, _EXAMPLES.get(dotted.rsplit(".", 1)[-1]))
+    if value is None:
+        if simple.startswith('"'):
+            value = json.loads(simple.split(" or ")[0])
+        elif simple.startswith("list of"):
+            value = [_PLACEHOLDERS.get(simple.removeprefix("list of "), "example")]
+        else:
+            value = _PLACEHOLDERS.get(simple, "example")
+    *tables, key = dotted.split(".")
+    document: dict[str, Any] = {key: value}
+    for table_name in reversed(tables):
+        document = {table_name: document}
+    return tomli_w.dumps(document).strip()
+
+
+def _key_section(key: Key) -> list[str]:
+    facts = [f"type: {key.type}", f"default: {key.default or 'its table'}"]
+    if key.env:
+        facts.append(f"variable: {code(key.env)}")
+    return [
+        f"### {code(key.dotted)} {{#{key.dotted.replace('.', '-').replace('_', '-')}}}",
+        "",
+        key.meaning or "-",
+        "",
+        "; ".join(facts) + ".",
+        "",
+        "```toml",
+        key.example,
+        "```",
+        "",
+    ]
 
 
 def render() -> str:
@@ -111,7 +184,9 @@ def render() -> str:
         "enterprise and team hooks paths must lie outside the workspace.",
         "",
     ]
-    for title, rows in _rows(Settings, ""):
+    for title, keys in _rows(Settings, ""):
         heading = "Top-level keys" if title == "top level" else f"`[{title}]`"
-        out += [f"## {heading}", "", table(("key", "type", "default", "variable", "meaning"), rows)]
+        out += [f"## {heading}", ""]
+        for key in keys:
+            out += _key_section(key)
     return "\n".join(out).rstrip() + "\n"

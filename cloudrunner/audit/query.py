@@ -26,7 +26,7 @@ from cloudrunner.audit.reader import Entry, expand, read_file, read_logs
 from cloudrunner.audit.records import AnyRecord, RecordKind, view
 from cloudrunner.errors import CloudrunnerError, ExitCode
 
-#: (heading, width, right-aligned)
+#: (heading, width, right-aligned), in the table's order
 COLUMNS: tuple[tuple[str, int, bool], ...] = (
     ("TIME", 27, False),
     ("SEQ", 7, True),
@@ -37,8 +37,26 @@ COLUMNS: tuple[tuple[str, int, bool], ...] = (
     ("OUTCOME", 15, False),
     ("DECISION", 8, False),
     ("MS", 9, True),
-    ("CONVERSATION", 0, False),  # the last column is not cut
+    ("CONVERSATION", 0, False),
 )
+COLUMN_NAMES = tuple(heading.lower() for heading, _w, _r in COLUMNS)
+
+
+def parse_columns(text: str) -> tuple[int, ...]:
+    """`--columns seq,kind,...`: the chosen columns' indexes, in the order given."""
+    chosen: list[int] = []
+    for name in (part.strip().lower() for part in text.split(",")):
+        if name not in COLUMN_NAMES:
+            raise argparse.ArgumentTypeError(
+                f"{name!r} is not a column; choose from {','.join(COLUMN_NAMES)}"
+            )
+        if COLUMN_NAMES.index(name) in chosen:
+            raise argparse.ArgumentTypeError(f"column {name!r} is given twice")
+        chosen.append(COLUMN_NAMES.index(name))
+    return tuple(chosen)
+
+
+ALL_COLUMNS = tuple(range(len(COLUMNS)))
 
 
 def _fit(text: str, width: int, right: bool) -> str:
@@ -49,16 +67,24 @@ def _fit(text: str, width: int, right: bool) -> str:
     return text.rjust(width) if right else text.ljust(width)
 
 
-def _row(values: Iterable[str]) -> str:
-    cells = [_fit(v, w, r) for v, (_h, w, r) in zip(values, COLUMNS, strict=True)]
+def _row(values: tuple[str, ...], columns: tuple[int, ...]) -> str:
+    """The chosen columns of a row; the last one shown is never cut."""
+    cells = []
+    for position, index in enumerate(columns):
+        _heading, width, right = COLUMNS[index]
+        last = position == len(columns) - 1
+        if last:  # never cut; a number still lines up under its heading
+            cells.append(values[index].rjust(width) if right else values[index])
+        else:
+            cells.append(_fit(values[index], width, right))
     return "  ".join(cells).rstrip()
 
 
-def header() -> str:
-    return _row(heading for heading, _w, _r in COLUMNS)
+def header(columns: tuple[int, ...] = ALL_COLUMNS) -> str:
+    return _row(tuple(heading for heading, _w, _r in COLUMNS), columns)
 
 
-def table_row(record: AnyRecord) -> str:
+def table_row(record: AnyRecord, columns: tuple[int, ...] = ALL_COLUMNS) -> str:
     duration = record.get("duration_ms")
     hook = record.get("command")
     if not isinstance(hook, str):
@@ -67,20 +93,19 @@ def table_row(record: AnyRecord) -> str:
             hook = fallback.get("invalid") or fallback.get("problem")
         else:
             hook = record.get("reason") if record.get("kind") != RecordKind.HOOK else ""
-    return _row(
-        (
-            str(record.get("time", "")),
-            str(record.get("seq", "")),
-            str(record.get("kind", "")),
-            str(record.get("event") or ""),
-            str(record.get("source") or ""),
-            " ".join(str(hook or "").split()),
-            str(record.get("outcome") or ""),
-            decision_label(answer_of(record)) or "",
-            f"{duration:.1f}" if isinstance(duration, int | float) else "",
-            str(record.get("conversation_id") or ""),
-        )
+    values = (
+        str(record.get("time", "")),
+        str(record.get("seq", "")),
+        str(record.get("kind", "")),
+        str(record.get("event") or ""),
+        str(record.get("source") or ""),
+        " ".join(str(hook or "").split()),
+        str(record.get("outcome") or ""),
+        decision_label(answer_of(record)) or "",
+        f"{duration:.1f}" if isinstance(duration, int | float) else "",
+        str(record.get("conversation_id") or ""),
     )
+    return _row(values, columns)
 
 
 def matching(entries: Iterable[Entry], chosen: RecordFilter, limit: int | None) -> Iterator[Entry]:
@@ -104,13 +129,18 @@ def select(
 
 
 def write_entries(
-    entries: Iterable[Entry], fmt: str, out: IO[str], *, with_header: bool = True
+    entries: Iterable[Entry],
+    fmt: str,
+    out: IO[str],
+    *,
+    with_header: bool = True,
+    columns: tuple[int, ...] = ALL_COLUMNS,
 ) -> int:
     count = 0
     if fmt == "table" and with_header:
-        out.write(header() + "\n")
+        out.write(header(columns) + "\n")
     for entry in entries:
-        out.write(_format(entry, fmt))
+        out.write(_format(entry, fmt, columns))
         count += 1
     return count
 
@@ -138,8 +168,20 @@ def add_query_arguments(parser: argparse.ArgumentParser) -> None:
         default="table",
         help="table (default): aligned columns for people; json: the records as JSON lines",
     )
+    add_columns_argument(parser)
     parser.add_argument("--limit", type=int, metavar="N", help="stop after N records")
     add_jobs_argument(parser)
+
+
+def add_columns_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--columns",
+        type=parse_columns,
+        default=ALL_COLUMNS,
+        metavar="LIST",
+        help=f"the table's columns, comma-separated, in the order to show them (default: "
+        f"all: {','.join(COLUMN_NAMES)})",
+    )
 
 
 def add_jobs_argument(parser: argparse.ArgumentParser) -> None:
@@ -215,11 +257,11 @@ def write_rows(
     return count
 
 
-def _format(entry: Entry, fmt: str) -> str:
+def _format(entry: Entry, fmt: str, columns: tuple[int, ...] = ALL_COLUMNS) -> str:
     """One output line: the record as written (json) or its table row."""
     if fmt == "json":
         return entry.raw.decode("ascii", "replace") + "\n"
-    return table_row(entry.record) + "\n"
+    return table_row(entry.record, columns) + "\n"
 
 
 def query_command(args: argparse.Namespace) -> int:
@@ -233,14 +275,14 @@ def query_command(args: argparse.Namespace) -> int:
     if len(sets) > 1 or args.jobs <= 1:
         # several logs merged by time, or asked for one process
         entries = select(args.files, chosen, warn=warn_stderr, limit=args.limit)
-        write_entries(entries, args.format, out)
+        write_entries(entries, args.format, out, columns=args.columns)
         return ExitCode.OK
     if args.format == "table":
-        out.write(header() + "\n")
+        out.write(header(args.columns) + "\n")
     # One set: its files are read in parallel and printed in file order. With --limit every
     # file stops at the limit, and printing stops at the limit-th row overall (the pool is
     # ended then, so files ahead of it are not read to the end).
-    render = functools.partial(_format, fmt=args.format)
+    render = functools.partial(_format, fmt=args.format, columns=args.columns)
     task = functools.partial(file_rows, chosen=chosen, render=render, limit=args.limit)
     write_rows(sets, task, args.jobs, out.write, args.limit)
     return ExitCode.OK

@@ -147,6 +147,9 @@ def add_tail_arguments(parser: argparse.ArgumentParser) -> None:
         help="then print new records as they are written, across rotation; stop with Ctrl-C",
     )
     parser.add_argument("--format", choices=("table", "json"), default="table")
+    from cloudrunner.audit.query import add_columns_argument
+
+    add_columns_argument(parser)
     parser.add_argument(
         "--interval",
         type=float,
@@ -186,12 +189,12 @@ def tail_command(args: argparse.Namespace) -> int:
     try:
         last: deque[Entry] = deque(maxlen=max(args.lines, 0))
         last.extend(_entries(follower.poll(), chosen, warn_stderr))
-        write_entries(last, args.format, out)
+        write_entries(last, args.format, out, columns=args.columns)
         out.flush()
         if not args.follow:
             return ExitCode.OK
         for entry in _entries(follower.follow(interval=args.interval), chosen, warn_stderr):
-            write_entries([entry], args.format, out, with_header=False)
+            write_entries([entry], args.format, out, with_header=False, columns=args.columns)
             out.flush()
     finally:
         follower.close()

@@ -52,12 +52,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(allowed sources, pinned project digests, egress); default: CLOUDRUNNER_CONFIG, else "
         "/etc/cloudrunner/config.toml when present, else the defaults",
     )  # fmt: skip
+    p.add_argument(
+        "--claude-code", action="store_true",
+        help="judge the repository's Claude Code hooks (.claude/settings*.json) as loading, as "
+        "`serve --claude-code` would (settings: sources.claude_code)",
+    )  # fmt: skip
 
 
 def validate_command(args: argparse.Namespace) -> int:
     programs: ImagePrograms | None = None
     notes: list[Diagnostic] = []
-    settings = load_settings(getattr(args, "config", None))
+    overrides: dict[str, object] = {}
+    if getattr(args, "claude_code", False):
+        overrides["sources.claude_code"] = True
+    settings = load_settings(getattr(args, "config", None), overrides=overrides)
     if getattr(args, "no_image_check", False):
         notes.append(info("image-check-skipped", "programs were not checked (--no-image-check)"))
     else:

@@ -47,3 +47,18 @@ def test_replay_payload_moves_recorded_paths_into_the_replay_workspace(tmp_path:
     second = json.loads(replay_payload(stream.events[1], stream, 2, Path("/new")))
     assert second["cwd"] == "/new/sub"
     assert second["conversation_id"] == "replay-s" and second["generation_id"] == "replay-2"
+
+
+def test_a_long_answer_is_shown_one_key_a_line_that_reads_back_as_the_answer() -> None:
+    from cloudrunner.replay import ANSWER_WIDTH, answer_lines
+
+    answer = {"agent_message": "x" * 40, "permission": "deny", "user_message": "y" * 30}
+    lines = answer_lines("expected", answer)
+    assert len(lines) == 3 and lines[0].startswith('      expected  {"agent_message": ')
+    assert all(len(line) <= 16 + len('"agent_message": ') + 44 for line in lines)
+    assert json.loads(" ".join(line[16:] for line in lines)) == answer
+    short = {"permission": "allow"}
+    assert answer_lines("got", short) == ['      got       {"permission": "allow"}']
+    # one key, however long, stays on its line; so does a value that is not an object
+    assert len(answer_lines("got", {"agent_message": "z" * (ANSWER_WIDTH * 2)})) == 1
+    assert answer_lines("got", None) == ["      got       -"]

@@ -210,3 +210,34 @@ def test_the_event_names_the_filters_take_are_the_protocols() -> None:
     from cloudrunner.protocol.events import EVENTS
 
     assert tuple(EVENTS) == EVENT_NAMES
+
+
+def test_columns_choose_and_order_the_table(log: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["audit", "query", str(log), "--kind", "decision", "--decision", "deny"]
+    assert main([*args, "--columns", "seq,event,decision,conversation"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["SEQ", "EVENT", "DECISION", "CONVERSATION"]
+    assert all(line.split()[1:3] == ["beforeShellExecution", "deny"] for line in lines[1:])
+    assert len(lines) == 5 and max(map(len, lines)) < 60
+    # the order given is the order shown, names are case-insensitive
+    assert main([*args, "--columns", "DECISION,seq"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split() == ["DECISION", "SEQ"]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("seq,bogus", "'bogus' is not a column"), ("seq,seq", "given twice"), ("", "'' is not")],
+)
+def test_columns_refuse_unknown_or_repeated_names(
+    log: Path, capsys: pytest.CaptureFixture[str], value: str, message: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["audit", "query", str(log), "--columns", value])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_tail_takes_the_same_columns(log: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["audit", "tail", str(log), "-n", "2", "--columns", "seq,kind"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["SEQ", "KIND"] and len(lines) == 3

@@ -163,3 +163,22 @@ def test_matchers_that_may_run_out_of_time_or_read_otherwise_in_javascript(
     assert not any(pointer.startswith("/hooks/beforeShellExecution/4") for _, pointer in found)
     # located in the file, like every other diagnostic
     assert nested["line"] is not None
+
+
+def test_claude_code_flag_judges_claude_hooks_as_loading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`validate --claude-code` is the switch the Claude Code page gives (issue 37)."""
+    root = tmp_path / "claude-repo"
+    hook = {"type": "command", "command": "echo hi"}
+    write(
+        root / ".claude" / "settings.json",
+        {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]}},
+    )
+    assert main(["validate", "--no-image-check", str(root)]) == 0
+    off = capsys.readouterr().out
+    assert "sources.claude_code is off" in off
+    assert main(["validate", "--no-image-check", "--claude-code", str(root)]) == 0
+    on = capsys.readouterr().out
+    assert "runs       preToolUse[0] `echo hi`: runs in cloud agents (Claude Code PreToolUse" in on
+    assert "sources.claude_code is off" not in on

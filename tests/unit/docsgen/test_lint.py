@@ -142,3 +142,111 @@ def test_a_venv_without_the_linter_gets_one_line_not_a_traceback(
         "docs lint: pymarkdown is not installed; run `bash scripts/venv` to bring the .venv "
         "up to date"
     ]
+
+
+@pytest.mark.parametrize(
+    ("line", "what"),
+    [
+        ("The figures come from `bench/audit_bench.py`.", "a source path"),
+        ("As cloudrunner/audit/records.py defines them.", "a source path"),
+        ("Checked by `tests/e2e/test_worker_image.py`.", "a source path"),
+        ("A test, test_sigterm_during_a_burst, checks it.", "a test's name"),
+        ("Details are in `bench/README.md`.", "a file that is not on the site"),
+        ("Measured on 2026-12-04 at the code of that day.", "a date"),
+        ("| p50 | 7 ms | 3x bare: missed |", 'a goal "missed"'),
+    ],
+)
+def test_notes_to_ourselves_on_a_user_page(tmp_path: Path, line: str, what: str) -> None:
+    found = _findings(tmp_path, f"# Page\n\n{line}\n")
+    assert [f.code for f in found] == ["DOC005"] and what in found[0].message
+
+
+def test_notes_to_ourselves_pass_where_they_belong(tmp_path: Path) -> None:
+    text = "# Dev\n\nOn 2026-12-04 `bench/audit_bench.py` missed its goal (test_x).\n"
+    assert _findings(tmp_path, text, "docs/development.md") == []
+    assert _findings(tmp_path, text, "docs/changelog.md") == []
+    # a date inside code is an example of a format, not a note: `--since 2025-01-02`
+    assert _findings(tmp_path, "# Page\n\nGive `--since 2025-01-02`.\n") == []
+    assert _findings(tmp_path, "# Page\n\n```text\n2026-12-04T18:41:22Z ok\n```\n") == []
+
+
+def test_a_sentence_cut_short_in_a_table(tmp_path: Path) -> None:
+    text = (
+        "# Page\n\n| exit | meaning |\n|---|---|\n"
+        "| 0 | every answer matched |\n"
+        "| 2 | the stream is unusable, or the settings are |\n"
+        "| 3 | a `a|b` pipe in code and the |\n"
+    )
+    found = _findings(tmp_path, text)
+    assert _codes(found) == [("DOC006", 6), ("DOC006", 7)]
+    assert "'are'" in found[0].message
+
+
+def test_a_header_cell_or_a_sentence_ending_in_a_preposition_passes(tmp_path: Path) -> None:
+    text = (
+        "# Page\n\n| status | answered on |\n|---|---|\n"
+        "| 200 | which event the record belongs to |\n| 404 | `a` or `the` |\n"
+    )
+    assert _findings(tmp_path, text) == []
+
+
+def _site(tmp_path: Path, css: str | None, extra: str = "") -> Path:
+    (tmp_path / "docs" / "assets").mkdir(parents=True)
+    config = "site_name: x\nsite_url: !ENV [SITE_URL, 'http://localhost/']\n" + extra
+    if css is not None:
+        (tmp_path / "docs" / "assets" / "extra.css").write_text(css)
+        config += "extra_css:\n  - assets/extra.css\n"
+    (tmp_path / "mkdocs.yml").write_text(config)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "css",
+    [None, "", ".md-typeset code { word-break: break-word; }", "table code { color: red; }"],
+    ids=["no extra_css", "empty sheet", "code breaks anywhere", "rule without word-break"],
+)
+def test_a_site_whose_table_code_breaks_inside_names(tmp_path: Path, css: str | None) -> None:
+    found = lint.check_stylesheet(_site(tmp_path, css))
+    assert [f.code for f in found] == ["DOC007"]
+
+
+def test_the_rule_that_keeps_table_code_whole_passes(tmp_path: Path) -> None:
+    css = ".md-typeset table:not([class]) code {\n  word-break: normal;\n}\n"
+    assert lint.check_stylesheet(_site(tmp_path, css)) == []
+    # the site's own stylesheet has it
+    assert lint.check_stylesheet(lint.ROOT) == []
+
+
+@pytest.mark.parametrize(
+    ("title", "section"),
+    [
+        ("Workspaces", "The workspace"),
+        ("HTTP API", "The API"),
+        ("Hostile input", "Hostile input: matchers and payloads"),
+        ("How answers are merged", "How answers are merged"),
+    ],
+)
+def test_a_first_section_that_says_the_title_again(
+    tmp_path: Path, title: str, section: str
+) -> None:
+    found = _findings(tmp_path, f"# {title}\n\nIntro.\n\n## {section}\n\nText.\n")
+    assert _codes(found) == [("DOC008", 5)]
+
+
+def test_a_first_section_that_names_its_own_part_passes(tmp_path: Path) -> None:
+    text = "# Events\n\n## The 14 events cloud agents run\n\nText.\n\n## Events\n\nMore.\n"
+    assert _findings(tmp_path, text) == []
+    # a heading inside a code block is not a heading
+    text = "# Workspaces\n\n```sh\n## Workspaces\n```\n\n## Clone or adopt\n\nText.\n"
+    assert _findings(tmp_path, text) == []
+
+
+def test_wide_terminal_output_in_a_quick_start_is_caught_even_with_a_marker(
+    tmp_path: Path,
+) -> None:
+    """Output wider than the page is cut off for the reader: the page shows a form of the
+    command that fits (the marker that let it through is gone)."""
+    wide = "TIME  " + "COLUMN  " * 15
+    text = f"# Page\n\n<!-- lint: wide terminal output -->\n```text\n{wide}\n```\n"
+    found = _findings(tmp_path, text, name="docs/quickstart/q.md")
+    assert ("DOC003", 5) in _codes(found)

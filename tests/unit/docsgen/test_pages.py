@@ -26,7 +26,8 @@ def test_check_fails_and_names_a_stale_page(
 ) -> None:
     shutil.copytree(DOCS, tmp_path / "docs")
     stale = tmp_path / "docs" / "reference" / "settings.md"
-    stale.write_text(stale.read_text().replace("| `profile` |", "| `profiles` |"))
+    text = stale.read_text()
+    stale.write_text(text.replace("### `profile` {#profile}", "### `profiles` {#profile}"))
     assert main(["--check", "--docs", str(tmp_path / "docs")]) == 1
     err = capsys.readouterr().err
     assert "reference/settings.md" in err and "run `python -m docsgen`" in err
@@ -112,3 +113,41 @@ def test_the_ci_guide_shows_the_workflow_file_as_it_is() -> None:
     opening = '```yaml title=".github/workflows/hook-tests.yml"\n'
     shown = guide.split(opening, 1)[1].split("\n```\n", 1)[0] + "\n"
     assert shown == (ROOT / "examples" / "ci" / "hook-tests.yml").read_text()
+
+
+def test_the_ci_guide_lists_the_action_inputs_as_they_are() -> None:
+    import re
+
+    import yaml
+
+    inputs = yaml.safe_load((ROOT / "action.yml").read_text())["inputs"]
+    guide = (DOCS / "guides" / "ci.md").read_text()
+    table = guide.split("| input | default | what it does |", 1)[1].split("\n\n", 1)[0]
+    listed = re.findall(r"^\| `([a-z-]+)` \|", table, re.M)
+    assert listed == list(inputs)
+
+
+def test_every_setting_has_its_anchor_and_a_toml_example_that_loads(tmp_path: Path) -> None:
+    """The settings reference: one section per key, with an anchor of its own and a TOML
+    example that the worker's own settings loader accepts."""
+    import re
+    import tomllib
+
+    from cloudrunner.settings import ENV_KEYS, load_settings
+
+    page = (DOCS / "reference" / "settings.md").read_text()
+    sections = re.findall(r"^### `([\w.]+)` \{#([\w-]+)\}\n(.*?)```toml\n(.*?)```", page,
+                          re.M | re.S)  # fmt: skip
+    keys = [key for key, _anchor, _text, _toml in sections]
+    assert len(keys) == len(set(keys)) and set(ENV_KEYS.values()) <= set(keys)
+    anchors = [anchor for _key, anchor, _text, _toml in sections]
+    assert len(anchors) == len(set(anchors))
+    for key, _anchor, _text, example in sections:
+        file = tmp_path / "settings.toml"
+        file.write_text(example)
+        load_settings(file, environ={})  # the worker takes it as it is
+        document = tomllib.loads(example)
+        node = document
+        for part in key.split("."):
+            assert isinstance(node, dict) and part in node, f"{key}: {example}"
+            node = node[part]

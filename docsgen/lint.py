@@ -176,7 +176,7 @@ def check_diagrams(name: str, lines: list[str]) -> Iterator[Finding]:
 
 
 def check_width(name: str, lines: list[str], width: int = CODE_WIDTH) -> Iterator[Finding]:
-    for start, end, info, indent in fences(lines):
+    for start, end, _info, indent in fences(lines):
         for offset, line in enumerate(lines[start + 1 : end]):
             shown = line[len(indent) :] if line.startswith(indent) else line.lstrip()
             if len(shown) > width:

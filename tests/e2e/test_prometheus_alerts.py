@@ -34,7 +34,7 @@ import pytest
 from deploygen import chart, grafana
 from tests.support.daemon_process import daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import git
+from tests.support.git_repos import hooks_repo
 from tests.support.prometheus_server import PrometheusServer, free_port, rules_without_waits
 
 pytestmark = pytest.mark.docker
@@ -48,19 +48,10 @@ ENTERPRISE_HOOKS = {"version": 1, "hooks": {"afterFileEdit": [{"command": SLOW_W
 
 
 def _repo(path: Path) -> Path:
-    (path / ".cursor").mkdir(parents=True)
-    hooks = {
-        "version": 1,
-        "hooks": {
-            "beforeShellExecution": [{"command": GUARD, "failClosed": True}],
-            "stop": [{"command": "cat >/dev/null; echo '{}'"}],
-        },
-    }
-    (path / ".cursor" / "hooks.json").write_text(json.dumps(hooks))
-    git(path, "init", "-q", "-b", "main")
-    git(path, "add", "-A")
-    git(path, "-c", "user.name=t", "-c", "user.email=t@e.invalid", "commit", "-q", "-m", "x")
-    return path
+    return hooks_repo(path, {
+        "beforeShellExecution": [{"command": GUARD, "failClosed": True}],
+        "stop": [{"command": "cat >/dev/null; echo '{}'"}],
+    })  # fmt: skip
 
 
 def _payload(workspace: Path, event: str, **fields: Any) -> dict[str, Any]:

@@ -116,7 +116,7 @@ def _calls(name: str, number: int, text: str, *, in_prose: bool = False) -> Iter
             yield CommandLine(name, number, tuple(words), in_prose)
 
 
-def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser | None:
+def subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser | None:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             found = action.choices.get(name)
@@ -129,10 +129,10 @@ def problems(call: CommandLine, parser: argparse.ArgumentParser) -> list[str]:
     words = list(call.words)
     if words and words[0] in ("--version", "-h", "--help"):
         return []
-    if call.in_prose and _subparser(parser, words[0]) is None:
+    if call.in_prose and subparser(parser, words[0]) is None:
         return []  # a sentence about cloudrunner in code, not a command line
     while words and not words[0].startswith("-"):
-        child = _subparser(parser, words[0])
+        child = subparser(parser, words[0])
         if child is None:
             break
         parser, words = child, words[1:]

@@ -24,3 +24,16 @@ def empty_repo(path: Path) -> Path:
     git(path, "init", "-q", "-b", "main")
     git(path, "commit", "-q", "--allow-empty", "-m", "empty")
     return path
+
+
+def hooks_repo(path: Path, hooks: dict[str, object]) -> Path:
+    """A repository at `path` (created) whose `.cursor/hooks.json` holds `hooks`, committed
+    on branch main."""
+    import json
+
+    (path / ".cursor").mkdir(parents=True)
+    (path / ".cursor" / "hooks.json").write_text(json.dumps({"version": 1, "hooks": hooks}))
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "hooks")
+    return path

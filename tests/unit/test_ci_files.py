@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from cloudrunner.cli import build_parser
+from tests.support.doc_commands import subparser
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTION = ROOT / "action.yml"
@@ -22,14 +23,6 @@ def load(path: Path) -> dict[str, Any]:
     data = yaml.safe_load(path.read_text())
     assert isinstance(data, dict)
     return data
-
-
-def subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser | None:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            found = action.choices.get(name)
-            return found if isinstance(found, argparse.ArgumentParser) else None
-    return None
 
 
 def cloudrunner_calls(script: str) -> list[str]:

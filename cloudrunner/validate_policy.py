@@ -141,9 +141,10 @@ def source_diagnostics(
                 pointer=f"{hook.pointer}/command",
             )
         )
+    # hooks left uncovered are not approvable: whether the digest is listed does not matter
     if computed.uncovered:
-        pass  # not approvable: whether the digest is listed does not matter
-    elif digest in approved:
+        return out
+    if digest in approved:
         out.append(
             info("project-approved", f"project hooks digest {digest} is approved", file=file)
         )

@@ -18,7 +18,7 @@ from tests.support.ci import needs_root
 from tests.support.daemon_process import daemon_process
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
-from tests.support.two_clients import missing_client, run_both
+from tests.support.two_clients import missing_client, shell_event_through_both
 
 pytestmark = [pytest.mark.docker, needs_root("needs root to give the checkout to other uids")]
 
@@ -75,18 +75,7 @@ def test_a_hook_changes_modes_and_makes_files_as_the_checkouts_owner(
          str(tmp_path / "none.json"), "--isolation", "session"],
         state=state, worker_id=docker_tracker.worker_id,
     ).start()  # fmt: skip
-    payload = {
-        "hook_event_name": "beforeShellExecution", "conversation_id": "c1",
-        "generation_id": "g1", "cursor_version": "1.7.0", "workspace_roots": [str(ws)],
-        "command": "ls", "cwd": str(ws),
-    }  # fmt: skip
-    try:
-        outcome = run_both(
-            ["hook", "beforeShellExecution"], json.dumps(payload).encode(),
-            {"CLOUDRUNNER_SOCKET": str(daemon.socket_path)},
-        )  # fmt: skip
-    finally:
-        daemon.stop()
+    outcome = shell_event_through_both(daemon, ws)
     assert outcome.code == 0, outcome
     assert json.loads(outcome.stdout) == {"permission": "allow"}
     view = ws / ".hook-view"

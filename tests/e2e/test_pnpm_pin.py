@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,7 +16,7 @@ from tests.support.ci import needs_root
 from tests.support.daemon_process import daemon_process
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
-from tests.support.two_clients import missing_client, run_both
+from tests.support.two_clients import missing_client, shell_event_through_both
 
 pytestmark = [pytest.mark.docker, needs_root("needs root to own the workspace as root")]
 
@@ -54,22 +53,7 @@ def test_a_pnpm_pin_the_image_lacks_fails_at_once_and_names_the_cause(
          str(tmp_path / "none.json"), "--isolation", "session", "--image", RUNTIME_IMAGE],
         state=state, worker_id=docker_tracker.worker_id,
     ).start()  # fmt: skip
-    payload: dict[str, Any] = {
-        "hook_event_name": "beforeShellExecution",
-        "conversation_id": "c1",
-        "generation_id": "g1",
-        "cursor_version": "1.7.0",
-        "workspace_roots": [str(ws)],
-        "command": "ls",
-        "cwd": str(ws),
-    }
-    try:
-        outcome = run_both(
-            ["hook", "beforeShellExecution"], json.dumps(payload).encode(),
-            {"CLOUDRUNNER_SOCKET": str(daemon.socket_path)},
-        )  # fmt: skip
-    finally:
-        daemon.stop()
+    outcome = shell_event_through_both(daemon, ws)
     assert outcome.code == 0, outcome
     answer = json.loads(outcome.stdout)
     # failClosed: the failure blocks, and the block says what the sandbox lacks

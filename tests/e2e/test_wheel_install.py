@@ -29,6 +29,7 @@ import pytest
 from cloudrunner import image_artefacts, images
 from tests.conftest import WORKER_ID_PREFIX
 from tests.e2e.conftest import EXAMPLES, make_deployment
+from tests.support.ci import missing
 from tests.support.daemon_process import DaemonProcess
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
@@ -69,7 +70,7 @@ def venv(packages: Packages, tmp_path_factory: pytest.TempPathFactory, elsewhere
     """A fresh virtualenv with this machine's wheel installed (its dependencies from PyPI)."""
     arch = platform.machine()
     if arch not in packages.wheels:
-        pytest.skip(f"no wheel for {arch}")
+        missing(f"scripts/package made no wheel for this machine ({arch})")
     path = tmp_path_factory.mktemp("wheel-venv") / "venv"
     python = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([python, "-m", "venv", str(path)], check=True, cwd=elsewhere, timeout=300)

@@ -22,7 +22,7 @@ _C_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", 
 
 
 class UnitSyntaxError(ValueError):
-    pass
+    """A unit file systemd would not read as written."""
 
 
 @dataclass

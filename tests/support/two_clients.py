@@ -6,6 +6,7 @@ real daemon does not show on demand."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -14,6 +15,10 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tests.support.daemon_process import DaemonProcess
 
 BIN = Path(sys.executable).parent
 CLIENTS = {"python": BIN / "cloudrunner", "compiled": BIN / "cloudrunner-hook"}
@@ -172,3 +177,20 @@ def http_answer(status: str, body: bytes) -> bytes:
         f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
         "Connection: close\r\n\r\n"
     ).encode() + body
+
+
+def shell_event_through_both(daemon: DaemonProcess, workspace: Path) -> Outcome:
+    """One `beforeShellExecution` of `ls` in `workspace`, sent by both clients to `daemon`,
+    which is stopped afterwards, whatever happens."""
+    payload = {
+        "hook_event_name": "beforeShellExecution", "conversation_id": "c1",
+        "generation_id": "g1", "cursor_version": "1.7.0",
+        "workspace_roots": [str(workspace)], "command": "ls", "cwd": str(workspace),
+    }  # fmt: skip
+    try:
+        return run_both(
+            ["hook", "beforeShellExecution"], json.dumps(payload).encode(),
+            {"CLOUDRUNNER_SOCKET": str(daemon.socket_path)},
+        )  # fmt: skip
+    finally:
+        daemon.stop()

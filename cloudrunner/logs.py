@@ -41,6 +41,8 @@ class _StderrLoggerFactory:
 
 
 DEFAULT_LEVEL = "warning"
+#: the level `configure_logging` set last (a logging level number)
+_level = logging.WARNING
 
 
 def _on_terminal() -> bool:
@@ -59,6 +61,8 @@ def configure_logging(level_name: str | None = None, *, human: bool | None = Non
         raise CloudrunnerError(
             f"{LEVEL_ENV}={name!r} is not a log level; use debug, info, warning or error"
         )
+    global _level
+    _level = level
     renderer: structlog.typing.Processor = (
         structlog.dev.ConsoleRenderer(colors=False)
         if (_on_terminal() if human is None else human)
@@ -83,3 +87,9 @@ def get_logger(name: str) -> Any:
     if not structlog.is_configured():
         configure_logging(DEFAULT_LEVEL)
     return structlog.get_logger(name)
+
+
+def debugging() -> bool:
+    """Whether debug lines are written: for a debug line on a hot path (one per daemon
+    connection), whose logger would otherwise be bound afresh only to drop the line."""
+    return _level <= logging.DEBUG

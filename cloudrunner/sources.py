@@ -27,12 +27,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from cloudrunner.memo import BoundedMemo
 from cloudrunner.protocol.claude_config import parse_claude_settings
@@ -41,7 +42,9 @@ from cloudrunner.protocol.config import HookEntry, HooksFile, ParseResult, parse
 from cloudrunner.protocol.diagnostics import Diagnostic, error, info
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.profiles import Profile, SourceKind
-from cloudrunner.repo_files import RepoFileRefused, inside, read_inside
+from cloudrunner.repo_files import RepoFileRefused, inside, read_inside, real_path
+
+T = TypeVar("T")
 
 #: the fleet's hooks, of cloudrunner's own: Cursor's enterprise file, /etc/cursor/hooks.json,
 #: is on a cloud agent's VM the agent's file, whose hooks call the daemon
@@ -265,6 +268,27 @@ RACY_NS = 2_000_000_000
 _loaded: BoundedMemo[tuple[object, ...], tuple[LoadGuard, LoadedSource]] = BoundedMemo()
 
 
+#: what the loaders of one `load_sources` call looked at, while it runs (see `_seen`)
+_watching = threading.local()
+Observation = tuple[Callable[..., object], tuple[object, ...], object]
+#: SourceSettings -> (what its load looked at, and saw; the set it made)
+_sets: BoundedMemo[SourceSettings, tuple[tuple[Observation, ...], SourceSet]] = BoundedMemo()
+
+
+def _seen(look: Callable[..., T], *args: object) -> T:
+    """`look(*args)`, a loader's one glance at the file system, noted for the set memo of
+    `load_sources` when a load is being watched."""
+    answer = look(*args)
+    notes: list[Observation] | None = getattr(_watching, "notes", None)
+    if notes is not None:
+        notes.append((look, args, answer))
+    return answer
+
+
+def _home() -> Path:
+    return Path.home()
+
+
 def _guard(path: str, root: str) -> LoadGuard | None:
     """The identity of a hooks file, its directory and its source's root, or None when
     one of them cannot be stat'ed (then nothing is remembered). Plain strings, not
@@ -283,6 +307,7 @@ def _guard(path: str, root: str) -> LoadGuard | None:
 def forget_loaded_sources() -> None:
     """Drop every remembered load (tests; a worker never needs to)."""
     _loaded.clear()
+    _sets.clear()
 
 
 @functools.lru_cache(maxsize=256)
@@ -307,7 +332,7 @@ def _load_file(
 ) -> LoadedSource:
     file, top = str(path), str(root)
     key = (kind, file, top, str(working_dir), profile, required, origin)
-    guard = _guard(file, top)
+    guard = _seen(_guard, file, top)
     if guard is not None:
         remembered = _loaded.get(key)
         if remembered is not None and remembered[0] == guard:
@@ -339,7 +364,7 @@ def _read_file(
     file = str(path)
     # The hooks run in the real directory: the sandbox mounts it at its real path, so a
     # symlinked config directory would not exist there under its link name.
-    working_dir = Path(os.path.realpath(working_dir))
+    working_dir = Path(real_path(working_dir))
     try:
         data = read_hooks_bytes(path, root)
     except FileNotFoundError:
@@ -401,7 +426,7 @@ def _managed_refusal(kind: SourceKind, path: Path, settings: SourceSettings) -> 
     if not path.is_absolute():
         problem = "is a relative path; give an absolute one"
     elif settings.workspace is not None and inside(
-        os.path.realpath(path), os.path.realpath(settings.workspace)
+        _seen(real_path, path), _seen(real_path, settings.workspace)
     ):
         problem = (
             f"lies inside the workspace {settings.workspace}, so the repository would decide "
@@ -441,7 +466,7 @@ def _team(settings: SourceSettings) -> LoadedSource:
     refused = _managed_refusal(SourceKind.TEAM, given, settings)
     if refused is not None:
         return refused
-    if given.is_dir():
+    if _seen(os.path.isdir, given):
         return _load_file(
             SourceKind.TEAM, given / HOOKS_FILE_NAME, given, given, settings.profile, required=True
         )
@@ -538,7 +563,7 @@ def _pinned(
 
 
 def _user(settings: SourceSettings) -> LoadedSource:
-    home = settings.user_home or Path.home()
+    home = settings.user_home or _seen(_home)
     directory = home / ".cursor"
     path = directory / HOOKS_FILE_NAME
     if not settings.profile.loads_user_hooks:
@@ -570,7 +595,7 @@ def _claude_project(settings: SourceSettings, origin: ClaudeOrigin) -> LoadedSou
         return None
     path = workspace / origin.relative
     if not settings.claude_code:
-        if not os.path.lexists(path):
+        if not _seen(os.path.lexists, path):
             return None
         note = info(
             "claude-code-off",
@@ -602,7 +627,7 @@ def _claude_user(settings: SourceSettings) -> LoadedSource | None:
     if not settings.claude_code:
         return None
     origin = ClaudeOrigin.USER
-    home = settings.user_home or Path.home()
+    home = settings.user_home or _seen(_home)
     directory = home / ".claude"
     path = home / origin.relative
     if not settings.profile.loads_user_hooks:
@@ -697,7 +722,33 @@ def _load(
 def load_sources(settings: SourceSettings) -> SourceSet:
     """Load all four sources under the settings' profile, and the Claude Code files below them
     when `claude_code` is on (or found while it is off, to say so). Never raises for bad
-    files."""
+    files.
+
+    A daemon loads the sources on every event and they almost never change, so the set is
+    remembered with every glance its loaders took at the file system (each file's
+    `LoadGuard`, the real paths of the operator's hooks and of the workspace, whether a
+    file or directory is there, the home directory) and what each saw: when every glance
+    sees the same again, the remembered set is the answer, without the loaders' work. A
+    set is not remembered when a file of it is not settled (`RACY_NS`) or the project is
+    pinned (its digest covers the scripts, which no glance watches)."""
+    remembered = _sets.get(settings)
+    if remembered is not None and all(look(*args) == seen for look, args, seen in remembered[0]):
+        return remembered[1]
+    notes: list[Observation] = []
+    _watching.notes = notes
+    try:
+        loaded = _load_all(settings)
+    finally:
+        _watching.notes = None
+    now = time.time_ns()
+    if settings.project_digests is None and all(
+        not isinstance(seen, LoadGuard) or seen.settled(now) for _, _, seen in notes
+    ):
+        _sets.put(settings, (tuple(notes), loaded))
+    return loaded
+
+
+def _load_all(settings: SourceSettings) -> SourceSet:
     cursor = tuple(_load(kind, settings) for kind in SourceKind)
     claude = tuple(c for o in ClaudeOrigin if (c := _claude(settings, o)) is not None)
     return SourceSet(settings, cursor + claude)

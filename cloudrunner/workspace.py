@@ -32,7 +32,7 @@ import git.exc
 
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.memo import BoundedMemo
-from cloudrunner.repo_files import RepoFileRefused, read_inside
+from cloudrunner.repo_files import RepoFileRefused, read_inside, real_path
 
 SourceKind = Literal["https", "http", "ssh", "file", "local"]
 RefKind = Literal["default", "branch", "tag", "ref", "commit", "adopted"]
@@ -452,7 +452,7 @@ def _clone_into(
     commit = runner.run("rev-parse", "--verify", "HEAD^{commit}").strip()
     is_shallow = runner.run("rev-parse", "--is-shallow-repository").strip() == "true"
     return Workspace(
-        root=Path(os.path.realpath(dest)),
+        root=Path(real_path(dest)),
         commit=commit,
         origin=source.url,
         ref=ref,
@@ -717,7 +717,7 @@ def resolve_root(path: Path) -> Path:
             "not guess what it is relative to)"
         )
     try:
-        root = Path(os.path.realpath(path))
+        root = Path(real_path(path))
         is_dir = root.is_dir()
     except (OSError, ValueError) as exc:
         raise WorkspaceError(f"workspace {text!r} is not a usable path ({exc})") from None
@@ -741,7 +741,7 @@ def check_unchanged(root: Path) -> None:
     swapped for a symlink since would otherwise send hooks (and the gate's probe, and the
     project hooks file) to wherever the link leads now."""
     try:
-        real = os.path.realpath(root)
+        real = real_path(root)
         is_dir = os.path.isdir(real)
     except (OSError, ValueError) as exc:
         raise WorkspaceError(f"workspace {root} is not usable any more ({exc})") from None

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cloudrunner.refusals import ErrorCode
+from cloudrunner.repo_files import real_path
 
 MISMATCH = ErrorCode.WORKSPACE_MISMATCH
 INVALID = ErrorCode.PAYLOAD_INVALID
@@ -48,7 +49,7 @@ def check_roots(configured: Path, roots: object) -> RootCheck:
             f"the payload's workspace_roots[0] {named!r} is not an absolute path; the agent "
             "must send its workspace's absolute path",
         )
-    theirs, ours = os.path.realpath(named), os.path.realpath(configured)
+    theirs, ours = real_path(named), real_path(configured)
     if theirs == ours:
         return RootCheck()
     also = f" (which leads to {theirs})" if theirs != os.path.normpath(named) else ""

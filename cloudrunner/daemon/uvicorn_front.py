@@ -29,7 +29,7 @@ import structlog
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
-from cloudrunner import refusals
+from cloudrunner import logs, refusals
 from cloudrunner.daemon.app import token_matches
 from cloudrunner.daemon.connections import ConnectionBook
 from cloudrunner.refusals import ErrorCode
@@ -109,7 +109,8 @@ class GuardedProtocol(HttpToolsProtocol):
         return None
 
     def close(self, reason: str) -> None:
-        log.debug("server.connection_closed", reason=reason, client=self.client)
+        if logs.debugging():
+            log.debug("server.connection_closed", reason=reason, client=self.client)
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 

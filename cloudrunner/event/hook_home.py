@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.repo_files import real_path
 
 GITCONFIG = ".gitconfig"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -62,14 +63,14 @@ class HomeStatus:
 
 def home_dir(home_root: Path, workspace: Path, source: str) -> Path:
     """The home of `source`'s hooks in `workspace` (no I/O)."""
-    key = hashlib.sha256(os.path.realpath(workspace).encode()).hexdigest()[:16]
+    key = hashlib.sha256(real_path(workspace).encode()).hexdigest()[:16]
     return home_root / key / source
 
 
 def git_toplevel(workspace: Path) -> Path | None:
     """The directory holding the `.git` of the repository `workspace` is in (itself, or an
     ancestor for a package of a monorepo), or None."""
-    real = Path(os.path.realpath(workspace))
+    real = Path(real_path(workspace))
     for directory in (real, *real.parents):
         if os.path.lexists(directory / ".git"):
             return directory
@@ -124,7 +125,7 @@ def prepare(
                 f"{uid}) or chown -R {uid}:{gid} it"
             )
         top = git_toplevel(workspace)
-        safe = [Path(os.path.realpath(workspace)), *([top] if top else [])]
+        safe = [Path(real_path(workspace)), *([top] if top else [])]
         _write_new(fd, GITCONFIG, gitconfig_text(safe, git_name, git_email), uid, gid)
         used = measure(fd, limit)
     finally:

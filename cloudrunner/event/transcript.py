@@ -18,6 +18,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from cloudrunner.repo_files import real_path
+
 _SYSTEM = ("/proc", "/sys", "/dev")
 
 
@@ -59,15 +61,15 @@ def resolve(path: str | None, *, state_dir: Path, workspace: Path) -> Transcript
         st = os.lstat(normal)
     except OSError:
         return hidden("it does not exist on the worker's host")
-    if stat.S_ISLNK(st.st_mode) or os.path.realpath(normal) != normal:
+    if stat.S_ISLNK(st.st_mode) or real_path(normal) != normal:
         return hidden("it is a symbolic link or lies under one; only a regular file is mounted")
     if not stat.S_ISREG(st.st_mode):
         return hidden("it is not a regular file")
     if any(_inside(normal, root) for root in _SYSTEM):
         return hidden("it lies under /proc, /sys or /dev")
-    if _inside(normal, os.path.realpath(state_dir)):
+    if _inside(normal, real_path(state_dir)):
         return hidden("it lies under the worker's state directory")
-    if _inside(normal, os.path.realpath(workspace)):
+    if _inside(normal, real_path(workspace)):
         return Transcript(path, None, True, "inside the workspace, visible through its mount")
     return Transcript(path, Path(normal), True, "mounted read-only at its own path")
 

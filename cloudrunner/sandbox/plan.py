@@ -11,6 +11,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cloudrunner.repo_files import real_path
 from cloudrunner.sandbox.agent_files import AGENT_FILES
 from cloudrunner.sandbox.base import (
     HOOK_HOME,
@@ -102,7 +103,7 @@ def validate_spec(spec: SandboxSpec) -> None:
                 f"the {label} {path} does not exist or is not a directory; "
                 "the sandbox mounts it at the same path and will not create it"
             )
-        real = os.path.realpath(path)
+        real = real_path(path)
         if real != str(path):
             # The engine would follow the link when it mounts, and mount whatever it leads
             # to now: a workspace swapped for a link after it was resolved must not become
@@ -130,11 +131,11 @@ def validate_spec(spec: SandboxSpec) -> None:
 def data_mounts(spec: SandboxSpec) -> tuple[Mount, ...]:
     """The workspace and the config directories, each at its host path (real path), and
     the hooks' HOME at `HOOK_HOME`."""
-    workspace = os.path.realpath(spec.workspace)
+    workspace = real_path(spec.workspace)
     mounts = [Mount(workspace, workspace, spec.profile.workspace_mode == "ro")]
     seen = {workspace}
     for directory in spec.config_dirs:
-        real = os.path.realpath(directory)
+        real = real_path(directory)
         if real in seen or _inside(real, workspace):
             # Already visible through the workspace; a second, read-only mount on a path
             # inside it would shadow the workspace's own files there.
@@ -144,8 +145,8 @@ def data_mounts(spec: SandboxSpec) -> tuple[Mount, ...]:
     if spec.home is not None:
         # at a neutral path, as a VM's home directory: its host path would tell every hook
         # where the worker's state directory is
-        mounts.append(Mount(os.path.realpath(spec.home), HOOK_HOME, False))
-    if spec.transcript is not None and not _inside(os.path.realpath(spec.transcript), workspace):
+        mounts.append(Mount(real_path(spec.home), HOOK_HOME, False))
+    if spec.transcript is not None and not _inside(real_path(spec.transcript), workspace):
         mounts.append(Mount(str(spec.transcript), str(spec.transcript), True))
     return tuple(mounts)
 
@@ -167,7 +168,7 @@ def cwd_problem(cwd: str, mounts: tuple[Mount, ...]) -> str:
     """
     if not os.path.isabs(cwd):
         return f"the working directory {cwd!r} is not an absolute path"
-    real = os.path.realpath(cwd)
+    real = real_path(cwd)
     if any(_inside(real, m.target) for m in mounts if not m.target.startswith(AGENT_ROOT)):
         return "" if os.path.isdir(real) else f"the working directory {cwd} does not exist"
     if real == "/tmp":

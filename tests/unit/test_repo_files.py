@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 
 from cloudrunner import environment, validate
 from cloudrunner.protocol.profiles import Profile, SourceKind
-from cloudrunner.repo_files import RepoFileRefused, inside, read_inside, resolves_inside
+from cloudrunner.repo_files import (
+    RepoFileRefused,
+    inside,
+    read_inside,
+    real_path,
+    resolves_inside,
+)
 
 SECRET = "TOPSECRET-4f1d-outside-value"
 
@@ -267,3 +273,39 @@ def test_a_context_file_swapped_for_a_symlink_after_the_listing_is_refused(
     with pytest.raises(environment.EnvironmentFileError) as caught:
         environment.context_archive(_environment(repo, {"dockerfile": "Dockerfile"}))
     assert "victim" in caught.value.message and SECRET not in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["file", "link", "chain", "dir-link/file", "dangling", "loop", "absent/deeper", "dir", ""],
+)
+def test_real_path_answers_as_os_path_realpath(tmp_path: Path, name: str) -> None:
+    """The kernel's name of the file where it can be opened, os.path.realpath's answer
+    where it cannot: the same string either way."""
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "file").write_text("x")
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "link").symlink_to("dir/file")
+    (tmp_path / "chain").symlink_to(tmp_path / "link")
+    (tmp_path / "dir-link").symlink_to("dir")
+    (tmp_path / "dangling").symlink_to("nowhere")
+    (tmp_path / "loop").symlink_to("loop")
+    path = tmp_path / name if name else tmp_path
+    assert real_path(path) == os.path.realpath(path)
+    assert real_path(str(path)) == os.path.realpath(path)
+
+
+def test_real_path_of_a_relative_path_and_a_nul(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert real_path("a/../a") == os.path.realpath("a/../a") == str(tmp_path / "a")
+    assert real_path("") == os.path.realpath("")
+    try:  # a NUL is no path: whatever os.path.realpath does with it, real_path does too
+        expected = os.path.realpath("a\0b")
+    except ValueError:
+        with pytest.raises(ValueError):
+            real_path("a\0b")
+    else:
+        assert real_path("a\0b") == expected

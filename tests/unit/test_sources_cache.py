@@ -203,3 +203,80 @@ def test_any_recent_time_in_the_guard_keeps_a_load_unsettled(fresh: str) -> None
         DirIdentity(2, 6, old, old),
     )
     assert settled.settled(now)
+
+
+def _settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sources, "RACY_NS", -(10**18))  # every file counts as settled
+
+
+def test_an_unchanged_set_is_answered_without_its_loaders(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _settled(monkeypatch)
+    settings = SourceSettings(workspace=repo)
+    first = load_sources(settings)
+    calls: list[SourceSettings] = []
+    real = sources._load_all
+    monkeypatch.setattr(sources, "_load_all", lambda s: calls.append(s) or real(s))
+    assert load_sources(SourceSettings(workspace=repo)) is first
+    assert calls == []
+    (repo / ".cursor" / "hooks.json").write_bytes(document("second"))
+    assert project_commands(settings) == ["second"]
+    assert len(calls) == 1
+
+
+def test_a_set_with_an_unsettled_file_is_loaded_again_each_time(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = SourceSettings(workspace=repo)  # the hooks file was just written
+    assert load_sources(settings) is not load_sources(settings)
+
+
+def test_a_pinned_project_set_is_never_remembered(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The digest of a pinned project covers its scripts, which no glance watches."""
+    _settled(monkeypatch)
+    settings = SourceSettings(workspace=repo, project_digests=frozenset({"sha256:0"}))
+    assert load_sources(settings) is not load_sources(settings)
+    assert len(sources._sets) == 0
+
+
+def test_operator_hooks_moved_into_the_workspace_by_a_link_above_them_are_refused(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator's directory is reached through a symlink that is later pointed into
+    the workspace, at a directory holding the very same file (a hard link): the file, its
+    directory and its root keep their identities, and the real path tells."""
+    _settled(monkeypatch)
+    managed = tmp_path / "managed" / "cursor"
+    managed.mkdir(parents=True)
+    (managed / "hooks.json").write_bytes(document("operator"))
+    inside_repo = repo / "vendored" / "cursor"
+    inside_repo.mkdir(parents=True)
+    os.link(managed / "hooks.json", inside_repo / "hooks.json")
+    via = tmp_path / "via"
+    via.symlink_to(tmp_path / "managed")
+    settings = SourceSettings(workspace=repo, enterprise_path=via / "cursor" / "hooks.json")
+    assert load_sources(settings).source(SourceKind.ENTERPRISE).status is SourceStatus.LOADED
+    via.unlink()
+    via.symlink_to(repo / "vendored")
+    enterprise = load_sources(settings).source(SourceKind.ENTERPRISE)
+    assert enterprise.status is SourceStatus.BROKEN
+    assert enterprise.diagnostics[0].code == "managed-path-refused"
+
+
+def test_a_claude_file_appearing_while_claude_code_is_off_is_reported(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _settled(monkeypatch)
+    settings = SourceSettings(workspace=repo)
+    before = load_sources(settings)
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").write_text("{}")
+    after = load_sources(settings)
+    assert after is not before
+    codes = [d.code for d in after.diagnostics]
+    assert "claude-code-off" in codes and "claude-code-off" not in [
+        d.code for d in before.diagnostics
+    ]

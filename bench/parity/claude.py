@@ -253,6 +253,30 @@ def agree(bare: dict[str, Any], daemon: dict[str, Any]) -> tuple[bool, str]:
     return True, ""
 
 
+def by_path_gaps(document: dict[str, Any]) -> list[str]:
+    """What the set lacks to catch a sandbox where hooks cannot open their payload by path
+    (`/dev/stdin`, issue 34): at least two repositories marked `payload_by_path`, each
+    naming its licence, its bare answers stable, and both a refusal and an allow among
+    them (such a guard that cannot read its payload lets everything through, so only a
+    refusal shows the difference, and an allow shows it is not refusing everything)."""
+    repos = [r for r in document.get("repos") or [] if r.get("payload_by_path")]
+    gaps = [] if len(repos) >= 2 else [f"{len(repos)} repositories read the payload by path"]
+    for repo in repos:
+        name = repo.get("name", "?")
+        if not repo.get("licence"):
+            gaps.append(f"{name}: no licence named")
+        events = repo.get("events") or []
+        recorded = [e.get("expect_bare") for e in events]
+        if not events or not all(r and r.get("stable") and r.get("hooks") for r in recorded):
+            gaps.append(f"{name}: bare answers missing or unstable; run record")
+            continue
+        decisions = {r["effect"]["decision"] for r in recorded if r}
+        for wanted in ("deny", "allow"):
+            if wanted not in decisions:
+                gaps.append(f"{name}: no event the hooks answer {wanted} bare")
+    return gaps
+
+
 # ------------------------------------------------------------- commands
 
 

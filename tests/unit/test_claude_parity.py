@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bench.parity.claude import agree, cursor_effect, effect, load_set, matches
+from bench.parity.claude import agree, by_path_gaps, cursor_effect, effect, load_set, matches
 from cloudrunner.protocol.claude_mapping import CLAUDE_EVENTS
 
 
@@ -66,3 +66,68 @@ def test_the_daemon_answer_reads_the_same_way() -> None:
 )  # fmt: skip
 def test_matchers(matcher: str | None, name: str, expected: bool) -> None:
     assert matches(matcher, name) is expected
+
+
+def test_the_recorded_effects_are_the_reading_of_the_recorded_answers() -> None:
+    _, repos = load_set()
+    for repo in repos:
+        for event in repo.events:
+            recorded = event["expect_bare"]
+            reading = effect(event["claude"]["hook_event_name"], recorded["hooks"])
+            assert reading == recorded["effect"], event["id"]
+
+
+def test_the_set_keeps_hooks_that_read_their_payload_by_path() -> None:
+    document, _ = load_set()
+    assert by_path_gaps(document) == []
+    refusals = [
+        e for r in document["repos"] if r.get("payload_by_path") for e in r["events"]
+        if e["expect_bare"]["effect"]["decision"] == "deny"
+    ]  # fmt: skip
+    assert len(refusals) >= 2 and all(e["expect_bare"]["effect"]["message"] for e in refusals)
+
+
+def _by_path_repo(name: str, *decisions: str, **fields: Any) -> dict[str, Any]:
+    events = [
+        {
+            "id": f"{name}-{i}",
+            "expect_bare": {
+                "stable": True,
+                "hooks": [{}],
+                "effect": {"decision": d, "message": ""},
+            },
+        }
+        for i, d in enumerate(decisions)
+    ]
+    repo = {"name": name, "payload_by_path": "cat /dev/stdin", "licence": "MIT"}
+    return {**repo, "events": events, **fields}
+
+
+@pytest.mark.parametrize(
+    ("repos", "gap"),
+    [
+        ([], "0 repositories read the payload by path"),
+        ([_by_path_repo("a", "deny", "allow")], "1 repositories read the payload by path"),
+        ([_by_path_repo("a", "allow", "allow"), _by_path_repo("b", "deny", "allow")],
+         "a: no event the hooks answer deny bare"),
+        ([_by_path_repo("a", "deny"), _by_path_repo("b", "deny", "allow")],
+         "a: no event the hooks answer allow bare"),
+        ([_by_path_repo("a", "deny", "allow", licence=""), _by_path_repo("b", "deny", "allow")],
+         "a: no licence named"),
+        ([_by_path_repo("a", "deny", "allow", events=[{"id": "x"}]),
+          _by_path_repo("b", "deny", "allow")],
+         "a: bare answers missing or unstable; run record"),
+        ([_by_path_repo("a", "deny", "allow", events=[
+            {"id": "x", "expect_bare": {"stable": False, "hooks": [{}],
+                                        "effect": {"decision": "deny", "message": ""}}}]),
+          _by_path_repo("b", "deny", "allow")],
+         "a: bare answers missing or unstable; run record"),
+        ([{**_by_path_repo("a", "deny", "allow"), "payload_by_path": ""},
+          _by_path_repo("b", "deny", "allow")],
+         "1 repositories read the payload by path"),
+    ],
+)  # fmt: skip
+def test_a_set_that_would_not_catch_unreadable_stdin_is_named(
+    repos: list[dict[str, Any]], gap: str
+) -> None:
+    assert gap in by_path_gaps({"repos": repos})

@@ -262,18 +262,26 @@ def write(source: Path, docs: Path) -> list[Path]:
 
     report, meta, data = load(source)
     page = docs / PAGE
-    text = page.read_text()
+    try:
+        text = page.read_text()
+    except OSError as exc:
+        raise Refused(f"{page}: cannot be read ({exc.strerror}); --docs names the docs "
+                      "folder") from None  # fmt: skip
     names = {match.group(2) for match in FRAGMENT.finditer(text)}
     wanted = {"performance", "performance-split"}
     if not wanted <= names:
         raise Refused(f"{page}: no `<!-- docsgen: {sorted(wanted - names)[0]} -->` part to "
                       "fill; put the markers back where the figures go")  # fmt: skip
-    (docs / JSON).parent.mkdir(parents=True, exist_ok=True)
-    (docs / JSON).write_bytes(data)
-    (docs / CHART).write_text(chart.render(report))
     rendered = {"performance": render(report, meta), "performance-split": render_split(report)}
-    page.write_text(fill(text, rendered))
-    return [docs / JSON, docs / CHART, page]
+    made = {docs / JSON: data, docs / CHART: chart.render(report).encode(),
+            page: fill(text, rendered).encode()}  # fmt: skip
+    for path, content in made.items():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+        except OSError as exc:
+            raise Refused(f"{path}: cannot be written ({exc.strerror})") from None
+    return list(made)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -266,6 +266,8 @@ def test_a_missing_file_and_a_page_without_its_markers_are_refused(
     page.write_text(page.read_text().replace("<!-- docsgen: performance-split -->", ""))
     err = _refused(tmp_path, capsys, json.dumps(run().to_dict()).encode(), docs)
     assert "no `<!-- docsgen: performance-split -->` part" in err
+    assert main([str(DOCS / JSON), "--docs", str(tmp_path / "nowhere")]) == 1
+    assert "performance.md: cannot be read" in capsys.readouterr().err
 
 
 def test_hostile_names_in_the_json_stay_inside_their_cells(tmp_path: Path) -> None:

@@ -7,7 +7,9 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bench.stats import Summary, ratio
 
@@ -87,6 +89,54 @@ class Report:
 
     def write_json(self, path: Path) -> None:
         path.write_text(json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n")
+
+    @classmethod
+    def from_dict(cls, doc: object) -> Report:
+        """The report a `to_dict` document holds (its rows rebuilt from their samples).
+
+        Raises ValueError naming the first thing that is wrong: a missing or mistyped
+        field, a section the bench does not have, a sample that is not a positive finite
+        number of milliseconds, or two rows with one key."""
+        try:
+            parsed = _Document.model_validate(doc)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error["loc"]) or "the document"
+            raise ValueError(f"{where}: {error['msg']}") from None
+        report = cls(dict(parsed.meta), targets=[dict(t) for t in parsed.targets])
+        for section, rows in sorted(parsed.sections.items(), key=lambda s: SECTIONS.index(s[0])):
+            for found in rows:
+                row = Row(section, found.case, found.mode, found.runtime,
+                          list(found.samples_ms), found.baseline or "", dict(found.extra),
+                          found.note)  # fmt: skip
+                if report.row(row.key) is not None:
+                    raise ValueError(f"sections.{section}: two rows with the key {row.key!r}")
+                report.add(row)
+        return report
+
+
+_Sample = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    case: str
+    mode: str
+    runtime: str
+    samples_ms: list[_Sample]
+    baseline: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+    note: str = ""
+
+
+class _Document(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    meta: dict[str, Any]
+    sections: dict[Literal["sandbox", "end_to_end", "throughput", "scaling", "cold_start"],
+                   list[_Row]]  # fmt: skip
+    targets: list[dict[str, Any]] = Field(default_factory=list)
 
 
 def _num(value: float) -> float | None:

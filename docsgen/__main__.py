@@ -31,10 +31,14 @@ def pages() -> dict[str, Callable[[], str]]:
     }
 
 
-def fragments() -> dict[str, Callable[[], str]]:
-    from docsgen import audit_kinds, error_codes
+def fragments(docs: Path) -> dict[str, Callable[[], str]]:
+    from docsgen import audit_kinds, error_codes, performance
 
-    return {"audit-kinds": audit_kinds.render, "error-codes": error_codes.render}
+    return {
+        "audit-kinds": audit_kinds.render,
+        "error-codes": error_codes.render,
+        **performance.fragments(docs),  # from the bench run committed beside the page
+    }
 
 
 FRAGMENT = re.compile(r"(<!-- docsgen: ([\w-]+) -->\n)(.*?)(<!-- /docsgen: \2 -->)", re.S)
@@ -56,7 +60,7 @@ def fill(text: str, rendered: dict[str, str]) -> str:
 def generated(docs: Path) -> dict[str, str]:
     """Every page with generated content: name under docs -> its text as it should be."""
     out = {name: render() for name, render in pages().items()}
-    rendered = {name: render() for name, render in fragments().items()}
+    rendered = {name: render() for name, render in fragments(docs).items()}
     for path in sorted(docs.rglob("*.md")):
         name = str(path.relative_to(docs))
         if name in out:
@@ -74,8 +78,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--docs", type=Path, default=DOCS, help="the docs folder")
     args = parser.parse_args(argv)
+    from docsgen.performance import Refused
+
+    try:
+        pages_now = generated(args.docs)
+    except Refused as exc:
+        print(f"docsgen: error: {exc}", file=sys.stderr)
+        return 1
     stale = []
-    for name, text in generated(args.docs).items():
+    for name, text in pages_now.items():
         path = args.docs / name
         current = path.read_text() if path.exists() else ""
         if current == text:

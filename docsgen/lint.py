@@ -244,7 +244,9 @@ def check_cells(name: str, lines: list[str], inside: set[int]) -> Iterator[Findi
         for column, cell in _cells(line):
             text = CODE_SPAN.sub("code", cell).strip()
             words = re.findall(r"[A-Za-z']+", text)
-            open_ended = re.search(r"[A-Za-z]$", text) and words[-1].lower() in OPEN_ENDINGS
+            # the last word, not a flag's letters ("python -IS" ends in an option)
+            last = re.search(r"(?<![-\w'])[A-Za-z']+$", text)
+            open_ended = last is not None and last.group(0).lower() in OPEN_ENDINGS
             if len(words) >= 3 and open_ended:
                 yield Finding(name, i + 1, column + 1, "DOC006",
                               f"a table cell ends in {words[-1]!r}: the sentence was cut "

@@ -186,6 +186,7 @@ def test_a_header_cell_or_a_sentence_ending_in_a_preposition_passes(tmp_path: Pa
     text = (
         "# Page\n\n| status | answered on |\n|---|---|\n"
         "| 200 | which event the record belongs to |\n| 404 | `a` or `the` |\n"
+        "| 100 | hook client, python -IS |\n| 101 | the one run with --smoke-is |\n"
     )
     assert _findings(tmp_path, text) == []
 

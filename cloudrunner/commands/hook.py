@@ -4,14 +4,14 @@ hook). `main` here is also the entry for `cloudrunner health` (cloudrunner/comma
 the launcher and `cloudrunner.cli.main` hand both words straight to it.
 
 When no daemon answers, it runs the event in process if allowed (`--fallback
-in-process`), and otherwise answers by the fail policy (cloudrunner/client_fallback.py:
+in-process`), and otherwise answers by the fail policy (cloudrunner/client/no_daemon.py:
 --fail-closed / --fail-open, then CLOUDRUNNER_FAIL_CLOSED, then the policy file the daemon
 publishes): a block on events that can block, or the neutral answer; either way with one
 line on stderr saying what is down, and a line in the fallback spool for the daemon's
 audit log. The compiled client (client/, `cloudrunner-hook`) behaves the same, word for
 word; `--in-process` is what it runs for `--fallback in-process`.
 
-Like cloudrunner/client.py (the transport), this module starts on every agent step:
+Like cloudrunner/client/ (the transport), this module starts on every agent step:
 the success path imports only the standard library (no argparse: the flags are parsed by
 hand unless something unusual needs argparse's messages; no json, no os, no typing).
 """
@@ -334,11 +334,11 @@ def _by_policy(policy: _Policy, problem: str, *, spool: bool) -> int:
     stderr, and (`spool`: no daemon answered at all) appended to the fallback spool."""
     import json
 
-    from cloudrunner import client_fallback
+    from cloudrunner.client import no_daemon
 
     event = policy.event
-    directory = client_fallback.run_dir(policy.endpoint)
-    decision = client_fallback.decide(event, policy.flag, policy.env, directory)
+    directory = no_daemon.run_dir(policy.endpoint)
+    decision = no_daemon.decide(event, policy.flag, policy.env, directory)
     blocked = decision.closed and event in BLOCKING_EVENTS
     if blocked:
         message = (
@@ -355,10 +355,8 @@ def _by_policy(policy: _Policy, problem: str, *, spool: bool) -> int:
     for note in decision.notes:
         print(note, file=sys.stderr)
     if spool:
-        record = client_fallback.spool_line(
-            event, answer, blocked, problem, decision, policy.payload
-        )
-        unrecorded = client_fallback.append_spool(directory, record)
+        record = no_daemon.spool_line(event, answer, blocked, problem, decision, policy.payload)
+        unrecorded = no_daemon.append_spool(directory, record)
         if unrecorded:
             print(unrecorded, file=sys.stderr)
     body = json.dumps(answer, ensure_ascii=False, separators=(",", ":"), sort_keys=True)

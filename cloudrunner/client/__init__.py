@@ -1,5 +1,6 @@
 """The per-event client's transport, behind `cloudrunner hook EVENT` and `cloudrunner health`
-(their flags and handlers are cloudrunner/commands/hook.py and health.py).
+(their flags and handlers are cloudrunner/commands/hook.py and health.py); its answer when
+no daemon answers is the submodule `no_daemon`, imported only then.
 
 This module imports only the standard library: `cloudrunner hook` starts on every agent
 step, so it speaks HTTP/1.1 over a raw socket itself (no http.client, no json beyond the
@@ -20,6 +21,31 @@ from posix import environ as _environ
 TYPE_CHECKING = False  # typing itself costs ~10 ms to import; mypy honours this name
 if TYPE_CHECKING:
     from typing import Any
+
+__all__ = [
+    "ANSWER_HEAD_MAX_BYTES",
+    "ANSWER_MAX_BYTES",
+    "BLOCKED_HEADER",
+    "BLOCKING_EVENTS",
+    "DEFAULT_STATE_DIR",
+    "DRAINING_CODE",
+    "SOCKET_NAME",
+    "SOCKET_PATH_MAX_BYTES",
+    "Endpoint",
+    "HttpReply",
+    "SocketPathTooLong",
+    "Unreachable",
+    "UsageError",
+    "bad_event_name",
+    "bearer_token_ok",
+    "blocked_answer",
+    "blocks",
+    "endpoint_from",
+    "env_var",
+    "neutral_answer",
+    "os_text",
+    "request",
+]
 
 DEFAULT_STATE_DIR = "/var/lib/cloudrunner"
 SOCKET_NAME = "cloudrunner.sock"

@@ -23,13 +23,12 @@ import sys
 from cloudrunner.client import (
     BLOCKED_HEADER,
     BLOCKING_EVENTS,
-    DEFAULT_STATE_DIR,
     DRAINING_CODE,
-    SOCKET_NAME,
     Endpoint,
     HttpReply,
     Unreachable,
     UsageError,
+    add_endpoint_arguments,
     bad_event_name,
     blocked_answer,
     blocks,
@@ -38,6 +37,8 @@ from cloudrunner.client import (
     neutral_answer,
     os_text,
     request,
+    seconds_above_zero,
+    usage_error,
 )
 
 TYPE_CHECKING = False  # typing itself costs ~10 ms to import; mypy honours this name
@@ -180,34 +181,6 @@ def add_hook_arguments(parser: "argparse.ArgumentParser") -> None:
         "--timeout", type=seconds_above_zero, default=600.0, metavar="SECONDS",
         help="how long to wait for the answer (default 600)",
     )  # fmt: skip
-
-
-def seconds_above_zero(text: str) -> float:
-    """--timeout's value: a number of seconds above 0 (both clients say the same)."""
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 1e9:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
-    return value
-
-
-def add_endpoint_arguments(parser: "argparse.ArgumentParser") -> None:
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument(
-        "--socket", metavar="PATH",
-        help="the daemon's unix socket (CLOUDRUNNER_SOCKET; default "
-        f"$CLOUDRUNNER_STATE_DIR/{SOCKET_NAME}, state dir {DEFAULT_STATE_DIR})",
-    )  # fmt: skip
-    where.add_argument(
-        "--url", metavar="http://HOST:PORT", help="the daemon's TCP address (CLOUDRUNNER_URL)"
-    )
-    parser.add_argument(
-        "--token-file", metavar="FILE", help="bearer token for --url (CLOUDRUNNER_TOKEN_FILE)"
-    )
 
 
 class _Policy:
@@ -383,11 +356,6 @@ def _in_process(payload: bytes, args: "HookOptions | argparse.Namespace", policy
         return _by_policy(policy, exc.message, spool=False)
     body = json.dumps(reply.answer, ensure_ascii=False).encode()
     return _answer(body, args.exit_code and blocks(reply.answer))
-
-
-def usage_error(message: str) -> int:
-    print(f"cloudrunner: error: {message}", file=sys.stderr)
-    return 64
 
 
 def _usage_parser() -> "type[argparse.ArgumentParser]":

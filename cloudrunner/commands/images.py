@@ -1,5 +1,5 @@
 """`cloudrunner images build`: build the hook runtime images locally (the building itself
-is cloudrunner/images.py)."""
+is cloudrunner/images/)."""
 
 from __future__ import annotations
 

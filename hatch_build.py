@@ -6,7 +6,7 @@ The wheel:
   binary is static: no libc at all, so the oldest manylinux tag fits);
 - carries the image recipes (images/hook-runtime, images/egress-proxy) as package data in
   `cloudrunner/_images/`, where `cloudrunner.images.images_dir()` finds them, and the
-  worker's (`cloudrunner/_images/worker/`: `cloudrunner.worker_image`);
+  worker's (`cloudrunner/_images/worker/`: `cloudrunner.images.worker_build`);
 - carries `cloudrunner/_build_info.py`, the commit it was built from.
 
 The target is `$CLOUDRUNNER_WHEEL_ARCH`: `x86_64` (or `amd64`), `aarch64` (or `arm64`), or
@@ -39,7 +39,7 @@ BUILD_INFO = "cloudrunner/_build_info.py"
 IMAGE_RECIPES = ("hook-runtime", "egress-proxy")
 IMAGES_PACKAGE_DIR = "cloudrunner/_images"
 #: the worker image's recipe (its Dockerfile and what its build installs the package from;
-#: the package itself comes from the installation: cloudrunner/worker_image.py)
+#: the package itself comes from the installation: cloudrunner/images/worker_build.py)
 WORKER_RECIPE = ("Dockerfile", "pyproject.toml", "README.md", "hatch_build.py",
                  "launcher/cloudrunner")  # fmt: skip
 

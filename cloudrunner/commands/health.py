@@ -5,8 +5,15 @@ without the rest of the package: the standard library only."""
 # No `from __future__ import annotations` (see cloudrunner/commands/hook.py).
 import sys
 
-from cloudrunner.client import Unreachable, UsageError, endpoint_from, request
-from cloudrunner.commands.hook import add_endpoint_arguments, seconds_above_zero, usage_error
+from cloudrunner.client import (
+    Unreachable,
+    UsageError,
+    add_endpoint_arguments,
+    endpoint_from,
+    request,
+    seconds_above_zero,
+    usage_error,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -4,14 +4,14 @@ hook). `main` here is also the entry for `cloudrunner health` (cloudrunner/comma
 the launcher and `cloudrunner.cli.main` hand both words straight to it.
 
 When no daemon answers, it runs the event in process if allowed (`--fallback
-in-process`), and otherwise answers by the fail policy (cloudrunner/client_fallback.py:
+in-process`), and otherwise answers by the fail policy (cloudrunner/client/no_daemon.py:
 --fail-closed / --fail-open, then CLOUDRUNNER_FAIL_CLOSED, then the policy file the daemon
 publishes): a block on events that can block, or the neutral answer; either way with one
 line on stderr saying what is down, and a line in the fallback spool for the daemon's
 audit log. The compiled client (client/, `cloudrunner-hook`) behaves the same, word for
 word; `--in-process` is what it runs for `--fallback in-process`.
 
-Like cloudrunner/client.py (the transport), this module starts on every agent step:
+Like cloudrunner/client/ (the transport), this module starts on every agent step:
 the success path imports only the standard library (no argparse: the flags are parsed by
 hand unless something unusual needs argparse's messages; no json, no os, no typing).
 """
@@ -23,13 +23,12 @@ import sys
 from cloudrunner.client import (
     BLOCKED_HEADER,
     BLOCKING_EVENTS,
-    DEFAULT_STATE_DIR,
     DRAINING_CODE,
-    SOCKET_NAME,
     Endpoint,
     HttpReply,
     Unreachable,
     UsageError,
+    add_endpoint_arguments,
     bad_event_name,
     blocked_answer,
     blocks,
@@ -38,6 +37,8 @@ from cloudrunner.client import (
     neutral_answer,
     os_text,
     request,
+    seconds_above_zero,
+    usage_error,
 )
 
 TYPE_CHECKING = False  # typing itself costs ~10 ms to import; mypy honours this name
@@ -182,34 +183,6 @@ def add_hook_arguments(parser: "argparse.ArgumentParser") -> None:
     )  # fmt: skip
 
 
-def seconds_above_zero(text: str) -> float:
-    """--timeout's value: a number of seconds above 0 (both clients say the same)."""
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 1e9:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
-    return value
-
-
-def add_endpoint_arguments(parser: "argparse.ArgumentParser") -> None:
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument(
-        "--socket", metavar="PATH",
-        help="the daemon's unix socket (CLOUDRUNNER_SOCKET; default "
-        f"$CLOUDRUNNER_STATE_DIR/{SOCKET_NAME}, state dir {DEFAULT_STATE_DIR})",
-    )  # fmt: skip
-    where.add_argument(
-        "--url", metavar="http://HOST:PORT", help="the daemon's TCP address (CLOUDRUNNER_URL)"
-    )
-    parser.add_argument(
-        "--token-file", metavar="FILE", help="bearer token for --url (CLOUDRUNNER_TOKEN_FILE)"
-    )
-
-
 class _Policy:
     """What the fail policy needs besides the problem: the event, its bytes, the overrides."""
 
@@ -334,11 +307,11 @@ def _by_policy(policy: _Policy, problem: str, *, spool: bool) -> int:
     stderr, and (`spool`: no daemon answered at all) appended to the fallback spool."""
     import json
 
-    from cloudrunner import client_fallback
+    from cloudrunner.client import no_daemon
 
     event = policy.event
-    directory = client_fallback.run_dir(policy.endpoint)
-    decision = client_fallback.decide(event, policy.flag, policy.env, directory)
+    directory = no_daemon.run_dir(policy.endpoint)
+    decision = no_daemon.decide(event, policy.flag, policy.env, directory)
     blocked = decision.closed and event in BLOCKING_EVENTS
     if blocked:
         message = (
@@ -355,10 +328,8 @@ def _by_policy(policy: _Policy, problem: str, *, spool: bool) -> int:
     for note in decision.notes:
         print(note, file=sys.stderr)
     if spool:
-        record = client_fallback.spool_line(
-            event, answer, blocked, problem, decision, policy.payload
-        )
-        unrecorded = client_fallback.append_spool(directory, record)
+        record = no_daemon.spool_line(event, answer, blocked, problem, decision, policy.payload)
+        unrecorded = no_daemon.append_spool(directory, record)
         if unrecorded:
             print(unrecorded, file=sys.stderr)
     body = json.dumps(answer, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
@@ -385,11 +356,6 @@ def _in_process(payload: bytes, args: "HookOptions | argparse.Namespace", policy
         return _by_policy(policy, exc.message, spool=False)
     body = json.dumps(reply.answer, ensure_ascii=False).encode()
     return _answer(body, args.exit_code and blocks(reply.answer))
-
-
-def usage_error(message: str) -> int:
-    print(f"cloudrunner: error: {message}", file=sys.stderr)
-    return 64
 
 
 def _usage_parser() -> "type[argparse.ArgumentParser]":

@@ -1,5 +1,5 @@
 """`cloudrunner images build`: build the hook runtime images locally (the building itself
-is cloudrunner/images.py)."""
+is cloudrunner/images/)."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def worker_command(args: argparse.Namespace) -> int:
-    from cloudrunner.worker_image import build_worker
+    from cloudrunner.images import build_worker
 
     print(build_worker(tag=args.tag, client=args.client, base=args.base))
     return 0

@@ -1,5 +1,5 @@
 """`cloudrunner replay STREAM`: run a recorded or hand-written event stream against a
-repository and report divergences (the replay itself is cloudrunner/replay.py)."""
+repository and report divergences (the replay itself is cloudrunner/replay/)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from typing import Any
 
 from cloudrunner.commands.run import SETTINGS_FLAGS, _dest, add_settings_flags
 from cloudrunner.errors import ExitCode
-from cloudrunner.event_stream import load_stream
-from cloudrunner.replay import ReplayError, render_text, run_replay
+from cloudrunner.replay import ReplayError, load_stream, render_text, run_replay
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

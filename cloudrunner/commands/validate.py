@@ -1,5 +1,5 @@
 """`cloudrunner validate [PATH ...]`: lint hooks files and say what would run in the cloud
-(the checks and the report are cloudrunner/validate.py and its validate_* modules)."""
+(the checks and the report are the package cloudrunner/validate/)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ import sys
 from pathlib import Path
 
 from cloudrunner.errors import ExitCode
-from cloudrunner.image_programs import ImagePrograms
 from cloudrunner.protocol.diagnostics import Diagnostic, info
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.settings import load_settings
-from cloudrunner.validate import image_programs_for, render_text, validate_paths
+from cloudrunner.validate import ImagePrograms, image_programs_for, render_text, validate_paths
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

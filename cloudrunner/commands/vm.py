@@ -1,5 +1,5 @@
 """`cloudrunner vm`: set up a cloud agent's VM in one command (the work is in
-cloudrunner/vm_setup.py): the agent's hooks file routing the 14 cloud events to the
+cloudrunner/vm/): the agent's hooks file routing the 14 cloud events to the
 client, and a systemd unit for `cloudrunner serve` on the agent's workspace. With
 `--check`, report what an existing agent configuration lacks and exit 1 when it lacks
 anything."""
@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from cloudrunner import vm_setup
+from cloudrunner import vm
 from cloudrunner.commands.run import SETTINGS_FLAGS, add_settings_flags, settings_from
 from cloudrunner.commands.serve import SERVE_FLAGS
 from cloudrunner.errors import ExitCode
@@ -44,7 +44,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )  # fmt: skip
     parser.add_argument(
         "--client", type=Path, metavar="PATH",
-        help=f"the client the agent runs (default: {vm_setup.COMPILED_CLIENT} beside this "
+        help=f"the client the agent runs (default: {vm.COMPILED_CLIENT} beside this "
         "cloudrunner, else `cloudrunner hook`)",
     )  # fmt: skip
     parser.add_argument(
@@ -63,37 +63,37 @@ def command(args: argparse.Namespace) -> int:
     settings = settings_from(args, SERVE_FLAGS)
     workspace = settings.workspace.path
     if workspace is None or not workspace.is_absolute():
-        raise vm_setup.VmSetupError(
+        raise vm.VmSetupError(
             "give --workspace DIR, the absolute path of the checkout the agent edits (with "
             "--repo URL the daemon clones into it)"
         )
     agent_hooks: Path = args.agent_hooks.absolute()
     enterprise = settings.sources.enterprise_hooks or DEFAULT_ENTERPRISE
     if os.path.realpath(enterprise) == os.path.realpath(agent_hooks):
-        raise vm_setup.VmSetupError(
+        raise vm.VmSetupError(
             f"the daemon would load the agent's hooks file {agent_hooks} as its enterprise "
             "hooks and call itself; give the fleet's hooks another file with "
             f"--enterprise-hooks FILE (the default is {DEFAULT_ENTERPRISE})"
         )
     problem = self_call_problem(settings)
     if problem is not None:
-        raise vm_setup.VmSetupError(problem)
-    made = vm_setup.plan(settings)
+        raise vm.VmSetupError(problem)
+    made = vm.plan(settings)
     for note in made.notes:
         print(f"cloudrunner: note: {note}", file=sys.stderr)
     if args.check:
-        from cloudrunner.vm_dependencies import missing
+        from cloudrunner.vm import missing
 
         return _check(agent_hooks, made, missing(settings, args.client))
     _refuse_to_drop_hooks(agent_hooks)
-    client = vm_setup.find_client(args.client)
-    document = vm_setup.agent_hooks(made.needs, client, settings.socket_path)
+    client = vm.find_client(args.client)
+    document = vm.agent_hooks(made.needs, client, settings.socket_path)
     launcher = client.argv[0] if not client.compiled else _cloudrunner_command()
-    unit = vm_setup.systemd_unit(
-        settings, vm_setup.serve_argv(settings, launcher, _given_flags(args)), args.user
+    unit = vm.systemd_unit(
+        settings, vm.serve_argv(settings, launcher, _given_flags(args)), args.user
     )
-    vm_setup.write_file(agent_hooks, json.dumps(document, indent=2) + "\n")
-    vm_setup.write_file(args.unit, unit)
+    vm.write_file(agent_hooks, json.dumps(document, indent=2) + "\n")
+    vm.write_file(args.unit, unit)
     closed = [n.event for n in made.needs if n.fail_closed]
     print(f"wrote {agent_hooks}: the 14 cloud events, through {client.label}")
     print(f"  socket {settings.socket_path}; workspace {workspace} (point the agent at it)")
@@ -106,10 +106,10 @@ def command(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _check(agent_hooks: Path, made: vm_setup.Plan, missing: list[str]) -> int:
+def _check(agent_hooks: Path, made: vm.Plan, missing: list[str]) -> int:
     for line in missing:
         print(f"missing: {line}")
-    faults = vm_setup.check(vm_setup.read_hooks_file(agent_hooks), made.needs)
+    faults = vm.check(vm.read_hooks_file(agent_hooks), made.needs)
     for fault in faults:
         print(f"{agent_hooks}: {fault}")
     if faults:
@@ -126,9 +126,9 @@ def _refuse_to_drop_hooks(agent_hooks: Path) -> None:
     calling the client: other hooks would be dropped silently."""
     if not agent_hooks.exists():
         return
-    foreign = vm_setup.foreign_entries(vm_setup.read_hooks_file(agent_hooks))
+    foreign = vm.foreign_entries(vm.read_hooks_file(agent_hooks))
     if foreign:
-        raise vm_setup.VmSetupError(
+        raise vm.VmSetupError(
             f"{agent_hooks} holds hooks that do not call cloudrunner ({'; '.join(foreign[:3])}"
             f"{'; ...' if len(foreign) > 3 else ''}); give them to the daemon instead "
             "(--enterprise-hooks FILE, where they run in containers) or remove them, then run "

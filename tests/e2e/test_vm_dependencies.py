@@ -1,5 +1,5 @@
 """`cloudrunner vm --check` names each missing dependency in one line, against the real
-engine (cloudrunner/vm_dependencies.py): an engine that does not answer, a hook image the
+engine (cloudrunner/vm/dependencies.py): an engine that does not answer, a hook image the
 engine does not have, a client that is not the compiled one; and none on a machine that has
 them all."""
 

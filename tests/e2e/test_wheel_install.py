@@ -26,7 +26,8 @@ import docker
 import docker.errors
 import pytest
 
-from cloudrunner import image_artefacts, images
+from cloudrunner.images import artefacts as image_artefacts
+from cloudrunner.images import build as images
 from tests.conftest import WORKER_ID_PREFIX
 from tests.e2e.conftest import EXAMPLES, make_deployment
 from tests.support.ci import missing
@@ -311,7 +312,7 @@ def test_the_shipped_recipes_give_the_checkouts_build_keys(venv: Path, elsewhere
     """So `cloudrunner images build` from the wheel finds the images the checkout built up to
     date (the same keys), and would build the same ones."""
     code = (
-        "from cloudrunner import images, image_artefacts as a; d = images.images_dir(); "
+        "from cloudrunner.images import build as images, artefacts as a; d = images.images_dir(); "
         "r = d / 'hook-runtime'; "
         "print(images.runtime_key((r / 'Dockerfile').read_bytes(), 'base', "
         "(r / a.MANIFEST_NAME).read_bytes())); "

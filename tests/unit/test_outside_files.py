@@ -7,7 +7,8 @@ import json
 import os
 from pathlib import Path
 
-from cloudrunner import pinning, validate_checks
+from cloudrunner import pinning
+from cloudrunner.validate import checks as validate_checks
 from tests.support.inotify_watch import opens_of
 
 

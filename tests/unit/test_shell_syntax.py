@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cloudrunner import shell_syntax
-from cloudrunner.validate_checks import simple_commands
+from cloudrunner.validate import simple_commands
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from cloudrunner.audit.fallback import (
 )
 from cloudrunner.audit.filters import RecordFilter
 from cloudrunner.audit.query import select
-from cloudrunner.client_fallback import Decision, spool_line
+from cloudrunner.client.no_daemon import Decision, spool_line
 
 
 def line(**changes: Any) -> dict[str, Any]:

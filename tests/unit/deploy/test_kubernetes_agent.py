@@ -20,9 +20,9 @@ import pytest
 from yamllint import linter
 from yamllint.config import YamlLintConfig
 
-from cloudrunner import vm_setup
 from cloudrunner.protocol.events import CLOUD_EVENTS
 from cloudrunner.settings import Settings, load_settings
+from cloudrunner.vm import provisioning as vm_setup
 from tests.unit.deploy.manifests import DEPLOY, ROOT, YAMLLINT_CONFIG, documents, env_of, mounts_of
 
 LAYOUT = DEPLOY / "kubernetes-agent"

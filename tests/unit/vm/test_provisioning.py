@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cloudrunner import vm_setup
 from cloudrunner.protocol.events import CLOUD_EVENTS
 from cloudrunner.settings import Settings, load_settings
-from cloudrunner.vm_setup import MARGIN_S, Client, EventNeed
+from cloudrunner.vm import MARGIN_S, Client, EventNeed
+from cloudrunner.vm import provisioning as vm_setup
 
 
 def _settings(tmp_path: Path, **overrides: Any) -> Settings:

@@ -25,7 +25,7 @@ from typing import Any
 
 from cloudrunner.audit.records import AnyRecord, RecordKind, view
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.event_stream import Stream, StreamEvent, rewrite_stream
+from cloudrunner.replay.stream import Stream, StreamEvent, rewrite_stream
 
 HOOK_FIELDS = ("outcome", "merge_use")
 

@@ -25,7 +25,7 @@ import docker.errors
 
 from cloudrunner import __version__
 from cloudrunner.docker_engine import connect
-from cloudrunner.images import (
+from cloudrunner.images.build import (
     BASE_IMAGE,
     PACKAGED_IMAGES,
     RECIPES,
@@ -46,7 +46,7 @@ COMPILED_CLIENT = "cloudrunner-hook"
 
 def recipe_dir() -> Path:
     """Where the worker recipe is: shipped in the package, else the checkout's root."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the cloudrunner package
     for candidate in (here / PACKAGED_IMAGES / "worker", here.parent):
         if all((candidate / name).is_file() for name in RECIPE_FILES):
             return candidate
@@ -69,7 +69,7 @@ def assemble(context: Path, client: Path) -> None:
     for name in RECIPE_FILES:
         (context / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(recipe / name, context / name)
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]
     shutil.copytree(
         package, context / "cloudrunner",
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", PACKAGED_IMAGES),

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner import images
+from cloudrunner.images import build as images
 
 
 def test_mirror_is_read_from_deb822_sources(
@@ -67,7 +67,7 @@ def test_a_wheels_recipes_come_before_a_folder_above_the_package(
         (where / "hook-runtime").mkdir(parents=True)
         (where / "hook-runtime" / "Dockerfile").write_text("FROM x\n")
     monkeypatch.delenv("CLOUDRUNNER_IMAGES_DIR", raising=False)
-    monkeypatch.setattr(images, "__file__", str(package / "images.py"))
+    monkeypatch.setattr(images, "__file__", str(package / "images" / "build.py"))
     assert images.images_dir() == package / "_images"
 
 

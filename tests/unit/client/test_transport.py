@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cloudrunner import client, client_fallback
+from cloudrunner import client
+from cloudrunner.client import no_daemon as client_fallback
 from cloudrunner.protocol.events import EVENTS, Decision, event_spec, neutral_answer
 from cloudrunner.refusals import ErrorCode
 
@@ -26,7 +27,7 @@ def test_the_blocking_table_matches_the_protocol_core() -> None:
 
 def test_both_clients_name_the_draining_code_of_the_table() -> None:
     assert client.DRAINING_CODE == ErrorCode.DRAINING
-    go = (Path(__file__).parents[2] / "client" / "events.go").read_text()
+    go = (Path(__file__).parents[3] / "client" / "events.go").read_text()
     assert f'const drainingCode = "{ErrorCode.DRAINING}"' in go
 
 

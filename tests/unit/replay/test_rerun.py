@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cloudrunner.event_stream import load_stream
-from cloudrunner.replay import differences, hook_changes, replay_payload
+from cloudrunner.replay import differences, hook_changes, load_stream, replay_payload
 
 
 def test_differences_exact_and_subset() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner import image_artefacts as ia
-from cloudrunner import images
+from cloudrunner.images import artefacts as ia
+from cloudrunner.images import build as images
 
 
 def _sri(data: bytes) -> str:

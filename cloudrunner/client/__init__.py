@@ -1,5 +1,6 @@
 """The per-event client's transport, behind `cloudrunner hook EVENT` and `cloudrunner health`
-(their flags and handlers are cloudrunner/commands/hook.py and health.py).
+(their flags and handlers are cloudrunner/commands/hook.py and health.py); its answer when
+no daemon answers is the submodule `no_daemon`, imported only then.
 
 This module imports only the standard library: `cloudrunner hook` starts on every agent
 step, so it speaks HTTP/1.1 over a raw socket itself (no http.client, no json beyond the
@@ -11,6 +12,7 @@ answers (fail-open: the neutral answer; fail-closed: a block on events that can 
 # No `from __future__ import annotations`: importing __future__ costs the fast path ~0.1 ms.
 # Annotations naming what only type checkers import are strings instead.
 import _socket  # `socket` costs ~10 ms of imports (enum, selectors); the C module ~0.3 ms
+import sys
 
 # `os` costs ~0.9 ms to import (collections.abc, posixpath) when the interpreter runs
 # without `site` (`python3 -IS`, see launcher/cloudrunner); `posix.environ` is the very
@@ -19,7 +21,36 @@ from posix import environ as _environ
 
 TYPE_CHECKING = False  # typing itself costs ~10 ms to import; mypy honours this name
 if TYPE_CHECKING:
+    import argparse
     from typing import Any
+
+__all__ = [
+    "ANSWER_HEAD_MAX_BYTES",
+    "ANSWER_MAX_BYTES",
+    "BLOCKED_HEADER",
+    "BLOCKING_EVENTS",
+    "DEFAULT_STATE_DIR",
+    "DRAINING_CODE",
+    "SOCKET_NAME",
+    "SOCKET_PATH_MAX_BYTES",
+    "Endpoint",
+    "HttpReply",
+    "SocketPathTooLong",
+    "Unreachable",
+    "UsageError",
+    "add_endpoint_arguments",
+    "bad_event_name",
+    "bearer_token_ok",
+    "blocked_answer",
+    "blocks",
+    "endpoint_from",
+    "env_var",
+    "neutral_answer",
+    "os_text",
+    "request",
+    "seconds_above_zero",
+    "usage_error",
+]
 
 DEFAULT_STATE_DIR = "/var/lib/cloudrunner"
 SOCKET_NAME = "cloudrunner.sock"
@@ -343,4 +374,41 @@ def blocked_answer(event: str, message: str) -> "dict[str, Any]":
 def blocks(answer: "Any") -> bool:
     return isinstance(answer, dict) and (
         answer.get("permission") == "deny" or answer.get("continue") is False
+    )
+
+
+# ---------------------------------------------------------------- the command line
+# What `cloudrunner hook` and `cloudrunner health` (cloudrunner/commands/) share.
+
+
+def usage_error(message: str) -> int:
+    print(f"cloudrunner: error: {message}", file=sys.stderr)
+    return 64
+
+
+def seconds_above_zero(text: str) -> float:
+    """--timeout's value: a number of seconds above 0 (both clients say the same)."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1e9:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
+    return value
+
+
+def add_endpoint_arguments(parser: "argparse.ArgumentParser") -> None:
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--socket", metavar="PATH",
+        help="the daemon's unix socket (CLOUDRUNNER_SOCKET; default "
+        f"$CLOUDRUNNER_STATE_DIR/{SOCKET_NAME}, state dir {DEFAULT_STATE_DIR})",
+    )  # fmt: skip
+    where.add_argument(
+        "--url", metavar="http://HOST:PORT", help="the daemon's TCP address (CLOUDRUNNER_URL)"
+    )
+    parser.add_argument(
+        "--token-file", metavar="FILE", help="bearer token for --url (CLOUDRUNNER_TOKEN_FILE)"
     )

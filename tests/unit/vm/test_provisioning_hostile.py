@@ -20,11 +20,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from cloudrunner import vm_setup
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.events import CLOUD_EVENTS
 from cloudrunner.settings import Settings, load_settings
-from cloudrunner.vm_setup import MAX_AGENT_TIMEOUT_S, Client, VmSetupError
+from cloudrunner.vm import MAX_AGENT_TIMEOUT_S, Client, VmSetupError
+from cloudrunner.vm import provisioning as vm_setup
 from tests.support.systemd_unit import environment, exec_argv, parse_unit, specifiers
 
 DESCRIPTION = "cloudrunner: agent hooks for the workspace {} (cloudrunner serve)"

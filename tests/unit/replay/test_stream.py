@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner.event_stream import StreamError, append_entry, load_stream, rewrite_stream
+from cloudrunner.replay import StreamError, append_entry, load_stream, rewrite_stream
 
 
 def write(path: Path, *lines: object) -> Path:

@@ -9,8 +9,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from cloudrunner import image_programs
 from cloudrunner.cli import main
+from cloudrunner.validate import image_programs
 from tests.support.docker_tracking import DockerTracker
 
 pytestmark = pytest.mark.docker

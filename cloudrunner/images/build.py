@@ -3,7 +3,7 @@
 The base image is a debootstrap of Debian bookworm minbase from the machine's own apt
 mirror, imported into the engine; the runtime image is `images/hook-runtime/Dockerfile`
 built on it, with the registry artefacts `images/hook-runtime/artefacts.json` pins fetched
-and verified on the host (`image_artefacts`). Each image carries a build key label (a hash
+and verified on the host (`artefacts`). Each image carries a build key label (a hash
 of what it was built from), so a rebuild with nothing changed is skipped, and a half-built
 image is never tagged.
 """
@@ -26,9 +26,10 @@ from typing import Any
 import docker
 import docker.errors
 
-from cloudrunner import __version__, image_artefacts
+from cloudrunner import __version__
 from cloudrunner.docker_engine import connect
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.images import artefacts as image_artefacts
 
 BUILD_KEY_LABEL = "cloudrunner.build-key"
 VERSION_LABEL = "org.opencontainers.image.version"
@@ -64,7 +65,7 @@ RECIPES = ("hook-runtime", "egress-proxy")
 def images_dir() -> Path:
     """The folder of the image recipes: $CLOUDRUNNER_IMAGES_DIR, else the ones an installed
     wheel carries (cloudrunner/_images/), else the source checkout's images/."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the cloudrunner package
     override = os.environ.get("CLOUDRUNNER_IMAGES_DIR")
     if override:
         if (Path(override) / "hook-runtime" / "Dockerfile").is_file():
@@ -108,7 +109,7 @@ def recipes() -> list[Recipe]:
         if not (path / "Dockerfile").is_file():
             raise ImageBuildError(f"{path}/Dockerfile is missing; the recipes are incomplete")
         found.append(Recipe(name, path, refs[name]))
-    from cloudrunner.worker_image import WORKER_REPOSITORY, recipe_dir
+    from cloudrunner.images.worker_build import WORKER_REPOSITORY, recipe_dir
 
     worker = (f"{WORKER_REPOSITORY}:{__version__}", f"{WORKER_REPOSITORY}:latest")
     found.append(Recipe("worker", recipe_dir(), worker))

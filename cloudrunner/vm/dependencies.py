@@ -12,7 +12,7 @@ from cloudrunner.docker_engine import connect
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.profiles import SOURCE_NAMES
 from cloudrunner.settings import Settings
-from cloudrunner.vm_setup import COMPILED_CLIENT, VmSetupError, find_client
+from cloudrunner.vm.provisioning import COMPILED_CLIENT, VmSetupError, find_client
 
 #: the source kinds whose hooks run on this VM's engine (the user source never does in a VM)
 KINDS = tuple(name for name in SOURCE_NAMES if name != "user")

@@ -1,6 +1,7 @@
-"""The worker image's build context, assembled from an installation (cloudrunner/worker_image.py);
-the build itself runs in tests/e2e/test_worker_image.py (from the checkout, through
-scripts/build-worker-image) and tests/e2e/test_wheel_install.py (from an installed wheel)."""
+"""The worker image's build context, assembled from an installation
+(cloudrunner/images/worker_build.py); the build itself runs in tests/e2e/test_worker_image.py
+(from the checkout, through scripts/build-worker-image) and tests/e2e/test_wheel_install.py
+(from an installed wheel)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner import worker_image
 from cloudrunner.images import ImageBuildError
+from cloudrunner.images import worker_build as worker_image
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _client(tmp_path: Path) -> Path:

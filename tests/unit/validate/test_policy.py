@@ -9,7 +9,7 @@ import pytest
 
 from cloudrunner import pinning
 from cloudrunner.cli import main
-from cloudrunner.validate_policy import network_needs
+from cloudrunner.validate import network_needs
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cloudrunner.cli import main
-from cloudrunner.image_programs import ImagePrograms, parse_listing
 from cloudrunner.protocol.matchers import compile_matcher
 from cloudrunner.protocol.profiles import SourceKind
-from cloudrunner.validate import validate_paths
-from cloudrunner.validate_checks import (
+from cloudrunner.validate import ImagePrograms, parse_listing, validate_paths
+from cloudrunner.validate.checks import (
     first_program,
     matcher_problem,
     program_known,

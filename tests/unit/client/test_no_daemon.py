@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cloudrunner import client_fallback
+from cloudrunner.client import no_daemon as client_fallback
 
 
 def test_brackets_inside_strings_do_not_count() -> None:

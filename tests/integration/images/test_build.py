@@ -6,7 +6,8 @@ import docker
 import docker.errors
 import pytest
 
-from cloudrunner import __version__, images
+from cloudrunner import __version__
+from cloudrunner.images import build as images
 from tests.support.docker_tracking import DockerTracker
 
 pytestmark = pytest.mark.docker

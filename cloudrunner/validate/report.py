@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from cloudrunner import shell_syntax, validate_checks, validate_policy
+from cloudrunner import shell_syntax
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.image_programs import ImagePrograms
 from cloudrunner.protocol.claude_config import parse_claude_settings
 from cloudrunner.protocol.claude_mapping import ClaudeOrigin
 from cloudrunner.protocol.config import HookEntry, parse_hooks_file
@@ -29,6 +28,9 @@ from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.repo_files import resolves_inside
 from cloudrunner.settings import Settings
 from cloudrunner.sources import HOOKS_FILE_NAME, HooksFileRefused, read_hooks_bytes, skip_reason
+from cloudrunner.validate import checks as validate_checks
+from cloudrunner.validate import policy as validate_policy
+from cloudrunner.validate.image_programs import ImagePrograms
 
 
 @dataclass(frozen=True)
@@ -440,8 +442,8 @@ def image_programs_for(
     image: str, state_dir: Path
 ) -> tuple[ImagePrograms | None, list[Diagnostic]]:
     """The image's PATH programs, or None with a note saying why the check is skipped."""
-    from cloudrunner import image_programs
     from cloudrunner.docker_engine import connect
+    from cloudrunner.validate import image_programs
 
     try:
         client = connect(timeout=10)

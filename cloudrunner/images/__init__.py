@@ -1,0 +1,49 @@
+"""The images cloudrunner builds without a registry (`cloudrunner images`).
+
+build (the debootstrap base, the hook runtime and the egress proxy: their names, labels,
+recipes and build keys), artefacts (the runtime's pinned registry artefacts, fetched on
+the host and verified), worker_build (the worker's image, from an installation). The
+recipes themselves are the checkout's images/ folder, or `cloudrunner/_images/` in a wheel.
+"""
+
+from cloudrunner.images.artefacts import Artefact, ArtefactError, parse_manifest
+from cloudrunner.images.build import (
+    BASE_IMAGE,
+    BUILD_KEY_LABEL,
+    DEFAULT_RUNTIME_IMAGE,
+    EGRESS_PROXY_REPOSITORY,
+    RECIPES,
+    RUNTIME_REPOSITORY,
+    BuildStep,
+    ImageBuildError,
+    Recipe,
+    build_all,
+    context_key,
+    images_dir,
+    recipes,
+    version_labels,
+)
+from cloudrunner.images.worker_build import WORKER_REPOSITORY, build_worker, recipe_dir
+
+__all__ = [
+    "BASE_IMAGE",
+    "BUILD_KEY_LABEL",
+    "DEFAULT_RUNTIME_IMAGE",
+    "EGRESS_PROXY_REPOSITORY",
+    "RECIPES",
+    "RUNTIME_REPOSITORY",
+    "WORKER_REPOSITORY",
+    "Artefact",
+    "ArtefactError",
+    "BuildStep",
+    "ImageBuildError",
+    "Recipe",
+    "build_all",
+    "build_worker",
+    "context_key",
+    "images_dir",
+    "parse_manifest",
+    "recipe_dir",
+    "recipes",
+    "version_labels",
+]

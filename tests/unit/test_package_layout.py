@@ -1,0 +1,113 @@
+"""The package's layout: sub-packages are reached through their `__init__`, no module name is
+said twice, and the command layer is imported only from above it (cli.py)."""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import cloudrunner
+
+PACKAGE = Path(cloudrunner.__file__).parent
+#: the sub-packages whose public names their `__init__` exports
+PACKAGES = ("client", "images", "replay", "validate", "vm")
+#: module names said twice before the event path's modules move (issue 36 removes these);
+#: the check is that no new one appears
+KNOWN_TWICE = frozenset({
+    "config.py", "diagnostics.py", "engine.py", "errors.py", "gate.py", "pipeline.py",
+    "plan.py", "profiles.py", "records.py",
+})  # fmt: skip
+
+
+def _modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def _dotted(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> list[str]:
+    """Every module `path` imports, at the top or inside a function, absolute names."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append(node.module)
+            found.extend(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_no_module_name_is_said_twice_outside_the_commands() -> None:
+    names = Counter(p.name for p in _modules() if p.parent.name != "commands")
+    twice = {name for name, count in names.items() if count > 1} - {"__init__.py"}
+    assert twice <= KNOWN_TWICE, sorted(twice - KNOWN_TWICE)
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_callers_outside_a_package_import_its_init(name: str) -> None:
+    folder = PACKAGE / name
+    inner = {_dotted(p) for p in folder.glob("*.py") if p.name != "__init__.py"}
+    assert inner, f"{folder} holds no module"
+    #: a submodule imported only when needed, through the package (`from PKG import sub`)
+    lazy = {"cloudrunner.client.no_daemon"}
+    reached = {
+        (str(path.relative_to(PACKAGE.parent)), imported)
+        for path in _modules()
+        if folder not in path.parents
+        for imported in _imports(path)
+        if imported in inner - lazy
+    }
+    assert reached == set()
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_each_package_exports_its_public_names(name: str) -> None:
+    tree = ast.parse((PACKAGE / name / "__init__.py").read_text())
+    exported = [
+        node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+        and isinstance(node.value, ast.List)
+    ]
+    assert len(exported) == 1, f"cloudrunner/{name}/__init__.py has no __all__ list"
+    assert exported[0].elts, f"cloudrunner/{name}/__init__.py exports nothing"
+    assert ast.get_docstring(tree), f"cloudrunner/{name}/__init__.py says nothing of itself"
+
+
+def test_only_cli_imports_the_command_layer() -> None:
+    above = {PACKAGE / "cli.py"}
+    importers = {
+        str(path.relative_to(PACKAGE.parent))
+        for path in _modules()
+        if path.parent.name != "commands" and path not in above
+        and any(m == "cloudrunner.commands" or m.startswith("cloudrunner.commands.")
+                for m in _imports(path))
+    }  # fmt: skip
+    assert importers == set()
+
+
+def test_the_commands_import_one_another_without_a_circle() -> None:
+    commands = {_dotted(p): p for p in (PACKAGE / "commands").glob("*.py")}
+    edges = {
+        name: {m for m in _imports(path) if m in commands and m != name}
+        for name, path in commands.items()
+    }
+    done: set[str] = set()
+
+    def visit(name: str, trail: tuple[str, ...]) -> None:
+        assert name not in trail, " -> ".join((*trail, name))
+        if name in done:
+            return
+        for target in sorted(edges[name]):
+            visit(target, (*trail, name))
+        done.add(name)
+
+    for name in sorted(edges):
+        visit(name, ())

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple, NoReturn
 
 import structlog
 
-from cloudrunner import hook_env, ownership, recording, workspace
+from cloudrunner import hook_env, ownership, workspace
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind
 from cloudrunner.audit.records import Entry
 from cloudrunner.egress.credentials import RunAttribution
@@ -52,6 +52,7 @@ from cloudrunner.protocol.merge import merge
 from cloudrunner.protocol.plan import Plan, build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.refusals import ErrorCode
+from cloudrunner.replay import record_event
 from cloudrunner.sandbox.base import HOOK_HOME, Sandbox
 from cloudrunner.settings import Settings
 from cloudrunner.source_settings import source_settings
@@ -326,7 +327,7 @@ class EventPipeline:
                 "incomplete when its decision record is missing"
             ]
         try:
-            recording.record_event(self.settings, written)
+            record_event(self.settings, written)
         except (CloudrunnerError, OSError) as exc:
             return [f"the event stream could not take {name}: {exc}"]
         return []

@@ -2,10 +2,11 @@
 
 stream (the stream format: recorded and hand-written events with their expected answers,
 JSON lines or TOML), rerun (each event of a stream through the full pipeline, and the
-report of every answer that differs). Recording a stream (`run --record`) is
-cloudrunner/recording.py, on the event path.
+report of every answer that differs), recording (an event's entry for the stream, as
+`run --record` and `serve --record` write it: on the event path).
 """
 
+from cloudrunner.replay.recording import build_entry, record_event
 from cloudrunner.replay.rerun import (
     ANSWER_WIDTH,
     EventResult,
@@ -42,10 +43,12 @@ __all__ = [
     "StreamEvent",
     "answer_lines",
     "append_entry",
+    "build_entry",
     "differences",
     "hook_changes",
     "load_stream",
     "parse_entry",
+    "record_event",
     "render_text",
     "replay_payload",
     "rewrite_stream",

@@ -274,14 +274,14 @@ def _normalised(answer: dict[str, Any], event: StreamEvent) -> dict[str, Any]:
     """A replayed answer stored as the recording stored the expected one."""
     if not event.recorded:
         return answer
-    from cloudrunner.recording import normalise
+    from cloudrunner.replay.recording import normalise
 
     stored = normalise({"answer": answer}, include_payload_text=event.payload_text)
     return dict(stored["answer"])
 
 
 def _replayed_hooks(records: list[AnyRecord]) -> list[dict[str, Any]]:
-    from cloudrunner.recording import recorded_hook
+    from cloudrunner.replay.recording import recorded_hook
 
     hooks = (view(record, RecordKind.HOOK) for record in records)
     return [recorded_hook(hook) for hook in hooks if hook is not None]

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from cloudrunner.audit import REDACTED, RecordKind
-from cloudrunner.recording import build_entry, changed_pointers, record_event
 from cloudrunner.replay import load_stream
+from cloudrunner.replay.recording import build_entry, changed_pointers, record_event
 from cloudrunner.settings import load_settings
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import docker
 import structlog
 
-from cloudrunner import environment as project_environment
+from cloudrunner import images as project_environment
 from cloudrunner.audit import AuditWriter, RecordKind
 from cloudrunner.event import records
 from cloudrunner.sandbox import reaper

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from cloudrunner import environment as project_environment
+from cloudrunner import images as project_environment
 from cloudrunner import workspace
 from cloudrunner.audit import AuditWriter, RecordKind
 from cloudrunner.event import records

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cloudrunner import environment, validate
+from cloudrunner import validate
+from cloudrunner.images import project_image as environment
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.repo_files import (
     RepoFileRefused,

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from cloudrunner import environment as project_environment
 from cloudrunner import workspace
 from cloudrunner.audit import AuditWriter, verify_log
-from cloudrunner.environment import EnvironmentBuildError, EnvironmentFileError
 from cloudrunner.event.environments import EnvironmentImages
 from cloudrunner.event.profiles import SandboxProfiles
+from cloudrunner.images import project_image as project_environment
+from cloudrunner.images.project_image import EnvironmentBuildError, EnvironmentFileError
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.sandbox.base import SandboxConfigError
 from cloudrunner.settings import Settings, load_settings

@@ -12,10 +12,10 @@ import docker
 import docker.errors
 import pytest
 
-from cloudrunner import environment as env
 from cloudrunner import workspace as ws
-from cloudrunner.environment import EnvironmentBuildError
 from cloudrunner.images import BASE_IMAGE, BUILD_KEY_LABEL
+from cloudrunner.images import project_image as env
+from cloudrunner.images.project_image import EnvironmentBuildError
 from tests.support.docker_tracking import WORKER_LABEL, DockerTracker
 
 pytestmark = pytest.mark.docker

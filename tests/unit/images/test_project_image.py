@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner import environment as env
-from cloudrunner.environment import EnvironmentFileError
+from cloudrunner.images import project_image as env
+from cloudrunner.images.project_image import EnvironmentFileError
 
 
 def write_repo(root: Path, config: object, files: dict[str, str] | None = None) -> Path:
@@ -211,7 +211,7 @@ def test_the_loaded_environment_carries_the_digest_of_the_bytes_it_was_parsed_fr
     inside the workspace, not again (and unchecked) to be hashed."""
     import hashlib
 
-    from cloudrunner.environment import ENVIRONMENT_FILE, load_environment
+    from cloudrunner.images.project_image import ENVIRONMENT_FILE, load_environment
 
     raw = b'{"build": {"dockerfile": "Dockerfile"}}'
     (tmp_path / ENVIRONMENT_FILE).parent.mkdir(parents=True)

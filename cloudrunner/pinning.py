@@ -46,7 +46,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cloudrunner import shell_syntax
+from cloudrunner import shell as shell_syntax
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.claude_config import parse_claude_settings
 from cloudrunner.protocol.config import parse_hooks_file

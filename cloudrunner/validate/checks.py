@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cloudrunner import shell_syntax
+from cloudrunner import shell as shell_syntax
 from cloudrunner.protocol.events import EVENTS, EventSpec
 from cloudrunner.protocol.matchers import CompiledMatcher
 from cloudrunner.repo_files import RepoFileRefused, open_inside, resolves_inside

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from cloudrunner import shell_syntax
+from cloudrunner import shell as shell_syntax
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.claude_config import parse_claude_settings
 from cloudrunner.protocol.claude_mapping import ClaudeOrigin

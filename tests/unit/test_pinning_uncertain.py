@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cloudrunner import pinning, shell_syntax
+from cloudrunner import pinning
 from cloudrunner.cli import main
+from cloudrunner.shell import syntax as shell_syntax
 from cloudrunner.sources import SourceSettings, SourceStatus, forget_loaded_sources, load_sources
 
 #: each form may run scripts/x.sh (the edited script) without naming it plainly; the glob

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cloudrunner import shell_syntax
+from cloudrunner.shell import syntax as shell_syntax
 from cloudrunner.validate import simple_commands
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import bashlex
 
-from cloudrunner import shell_programs
+from cloudrunner.shell import programs as shell_programs
 
 #: variables whose value is the repository root in a project hook's environment
 WORKSPACE_VARIABLES = frozenset({"CURSOR_PROJECT_DIR", "CLAUDE_PROJECT_DIR"})

@@ -1,7 +1,7 @@
 """What programs do with their arguments, as the pinned digest must know it: the shells
 whose `-c` string is a command, the commands that change the directory or a search path,
 the programs that run a string, code given on an interpreter's command line, and the ones
-that run what repository files say by convention (cloudrunner/shell_syntax.py applies them).
+that run what repository files say by convention (shell/syntax.py applies them).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ import docker.utils.build
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.images import BUILD_KEY_LABEL
+from cloudrunner.images.build import BUILD_KEY_LABEL
 from cloudrunner.repo_files import RepoFileRefused, open_inside, read_inside
 
 ENVIRONMENT_FILE = Path(".cursor") / "environment.json"

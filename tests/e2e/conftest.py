@@ -88,8 +88,11 @@ class Deployment:
         assert isinstance(value, dict)
         return value
 
-    def records(self) -> list[dict[str, Any]]:
-        """Every intact record (a torn line, acknowledged by a later record, is left out)."""
+    def records(self, *, missing_ok: bool = False) -> list[dict[str, Any]]:
+        """Every intact record (a torn line, acknowledged by a later record, is left out);
+        none when `missing_ok` and there is no log yet."""
+        if missing_ok and not self.audit_log.exists():
+            return []
         out = []
         for line in self.audit_log.read_text().splitlines():
             try:

@@ -10,7 +10,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from tests.support.daemon_process import DaemonProcess, daemon_process, run_clie
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
 from tests.support.prometheus import value
+from tests.support.waiting import wait_for
 
 SLOW_HOOK = 'cat >/dev/null; sleep "${SLOW:-3}"; echo "{}"'
 
@@ -412,10 +412,10 @@ def test_a_client_that_disconnects_mid_request_still_gets_its_event_recorded(
                 + str(len(body)).encode() + b"\r\n\r\n" + body
             )  # fmt: skip
         # the client is gone; the event goes on and is recorded
-        _wait_for(lambda: any(r["kind"] == "decision" for r in _records(deployment)))
-        decision = [r for r in _records(deployment) if r["kind"] == "decision"][-1]
+        wait_for(lambda: any(r["kind"] == "decision" for r in deployment.records(missing_ok=True)))
+        decision = [r for r in deployment.records(missing_ok=True) if r["kind"] == "decision"][-1]
         assert decision["event"] == "stop"
-        hook = [r for r in _records(deployment) if r["kind"] == "hook"][-1]
+        hook = [r for r in deployment.records(missing_ok=True) if r["kind"] == "hook"][-1]
         assert hook["outcome"] == "ok"
         assert _answer(daemon.call("GET", "/healthz")) == {"status": "ok", **identity()}
     finally:
@@ -468,7 +468,7 @@ def test_a_slow_hook_in_one_session_does_not_hold_up_another(
 
         thread = threading.Thread(target=slow)
         thread.start()
-        _wait_for(lambda: _hook_running(docker_tracker, deployment))
+        wait_for(lambda: _hook_running(docker_tracker, deployment))
         fast = deployment.event("beforeShellExecution", command="ls",
                                 cwd=str(deployment.workspace), conversation_id="fast")  # fmt: skip
         for _ in range(3):
@@ -504,11 +504,11 @@ def test_sigterm_drains_the_event_in_flight(tmp_path: Path, docker_tracker: Dock
 
     thread = threading.Thread(target=slow)
     thread.start()
-    _wait_for(lambda: _hook_running(docker_tracker, deployment))
+    wait_for(lambda: _hook_running(docker_tracker, deployment))
     assert daemon.proc is not None
     daemon.proc.send_signal(signal.SIGTERM)
     # new connections are refused while the daemon drains
-    _wait_for(lambda: not daemon.socket_path.exists() or _refuses(daemon))
+    wait_for(lambda: not daemon.socket_path.exists() or _refuses(daemon))
     thread.join(120)
     assert daemon.proc.wait(120) == 0
     assert "cloudrunner: stopped" in daemon.stderr_lines[-1]
@@ -565,7 +565,7 @@ def test_sigkill_during_an_event_fails_the_request_loudly_and_keeps_the_chain(
 
     thread = threading.Thread(target=call)
     thread.start()
-    _wait_for(lambda: _hook_running(docker_tracker, deployment))
+    wait_for(lambda: _hook_running(docker_tracker, deployment))
     assert daemon.proc is not None
     daemon.proc.kill()
     daemon.proc.wait(30)
@@ -614,15 +614,3 @@ def _slow_deployment(tmp_path: Path, tracker: DockerTracker, seconds: int = 3) -
     git(src, "commit", "-qam", "slow stop hook")
     git(src, "push", "-q", str(deployment.origin), "main")
     return deployment
-
-
-def _records(deployment: Deployment) -> list[dict[str, Any]]:
-    return deployment.records() if deployment.audit_log.exists() else []
-
-
-def _wait_for(condition: Any, timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition did not come true in time")
-        time.sleep(0.1)

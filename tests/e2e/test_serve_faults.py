@@ -14,7 +14,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from tests.support.concurrency import run_in_threads
 from tests.support.daemon_process import DaemonProcess, daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
+from tests.support.waiting import wait_for
 
 TOKEN = "faults-token-0123456789abcdef"
 #: threads a burst may leave behind once the idle ones have exited (sweeper, timers)
@@ -117,10 +118,17 @@ def _settle(
         time.sleep(0.5)
 
 
-def _idle_level(daemon: DaemonProcess, deployment: Deployment) -> tuple[int, int]:
-    """Warm every session once, then the thread count and RSS once idle threads are gone."""
-    _burst(daemon, deployment, 16)
-    time.sleep(8)  # longer than the pool's idle exit (5 s)
+def _idle_level(
+    daemon: DaemonProcess, deployment: Deployment, sessions: int = 8
+) -> tuple[int, int]:
+    """Warm every session once, then the thread count and RSS once idle threads are gone:
+    the pools' threads exit when idle, and each warmed session keeps its one reader."""
+    before, _ = _proc_status(daemon)
+    _burst(daemon, deployment, 16, sessions)
+    wait_for(
+        lambda: _proc_status(daemon)[0] <= before + sessions,
+        "the pools' idle threads exiting after the warm-up burst", timeout_s=120,
+    )  # fmt: skip
     return _proc_status(daemon)
 
 
@@ -147,14 +155,6 @@ def _still_open(sock: socket.socket) -> bool:
         return False
     finally:
         sock.setblocking(True)
-
-
-def _wait_for(condition: Callable[[], bool], timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition did not come true in time")
-        time.sleep(0.1)
 
 
 # --------------------------------------------------------------------------- idle crowds
@@ -357,7 +357,7 @@ def test_sigterm_during_a_burst_drains_and_exits_zero(
     threads = [threading.Thread(target=send, args=(i,)) for i in range(40)]
     for thread in threads[:24]:
         thread.start()
-    _wait_for(lambda: any(c.status == "running" for c in docker_tracker.labelled_containers()))
+    wait_for(lambda: any(c.status == "running" for c in docker_tracker.labelled_containers()))
     assert daemon.proc is not None
     daemon.proc.send_signal(signal.SIGTERM)
     for thread in threads[24:]:
@@ -408,7 +408,7 @@ def test_sigkill_during_a_burst_then_a_restart_keeps_one_chain(
     threads = [threading.Thread(target=send, args=(i,)) for i in range(16)]
     for thread in threads:
         thread.start()
-    _wait_for(lambda: sum(c.status == "running" for c in docker_tracker.labelled_containers()) >= 2)
+    wait_for(lambda: sum(c.status == "running" for c in docker_tracker.labelled_containers()) >= 2)
     assert daemon.proc is not None
     daemon.proc.kill()
     daemon.proc.wait(30)

@@ -20,6 +20,7 @@ from cloudrunner.daemon.listeners import Listener, tcp_socket, unix_socket
 from cloudrunner.logs import configure_logging
 from cloudrunner.settings import load_settings
 from tests.support.daemon_front import serving
+from tests.support.waiting import wait_for
 
 TOKEN = "0123456789abcdef0123"
 HEALTH = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -115,19 +116,24 @@ def test_at_the_cap_a_new_connection_replaces_the_longest_idle(
 ) -> None:
     path, listener = unix
     idle = [_connect(path) for _ in range(5)]
-    time.sleep(0.2)
+    wait_for(
+        lambda: len(listener.book.idle) == 5, "the five connections being admitted", interval_s=0.01
+    )
     assert _healthy(path), "the newcomer took the place of an idle connection"
     assert _closed(idle[0]), "the oldest idle connection went"
     # five requests waiting for their bodies are busy: nothing to evict, the newcomer goes
     busy = [_connect(path) for _ in range(5)]
     for sock in busy:
         sock.sendall(b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\n")
-    time.sleep(0.3)
+    wait_for(
+        lambda: len(listener.book.busy) == 5, "the five requests being under way", interval_s=0.01
+    )
     late = _connect(path)
     assert _closed(late, 10)
     assert listener.book.refused >= 1
-    for sock in busy:
+    for sock in busy:  # all bodies first: their keep-alive timeouts then run at once
         sock.sendall(b'{"ws": 1}')
+    for sock in busy:
         assert b'"invalid-request"' in _read_all(sock)
         sock.close()
     assert _healthy(path)

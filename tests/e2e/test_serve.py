@@ -24,7 +24,7 @@ from tests.e2e.conftest import Deployment, make_deployment
 from tests.support.concurrency import run_in_threads
 from tests.support.daemon_process import DaemonProcess, daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import git
+from tests.support.git_repos import committed_repo, git
 from tests.support.prometheus import value
 from tests.support.waiting import wait_for
 
@@ -270,9 +270,7 @@ def test_daemon_sessions_for_other_workspaces_with_their_own_gate(
     (other / ".cursor" / "hooks.json").write_text(json.dumps({"version": 1, "hooks": {
         "beforeShellExecution": [{"command": "cat >/dev/null; echo '{\"permission\": \"deny\"}'"}]
     }}))  # fmt: skip
-    git(other, "init", "-q")
-    git(other, "add", "-A")
-    git(other, "commit", "-qm", "other")
+    committed_repo(other, "other", branch=None)
     other.chmod(0o777)
     created = daemon.call("POST", "/v1/sessions", {"workspace": str(other)})
     assert created.status == 201, created.body

@@ -80,11 +80,10 @@ def _running(daemon: DaemonProcess) -> Iterator[DaemonProcess]:
         daemon.stop()
 
 
-def _shell(deployment: Deployment, index: int, sessions: int = 8) -> dict[str, Any]:
-    return deployment.event(
-        "beforeShellExecution",
-        command="rm -rf /" if index % 2 else "ls",
-        cwd=str(deployment.workspace),
+def _burst_event(deployment: Deployment, index: int, sessions: int = 8) -> dict[str, Any]:
+    """Event `index` of a burst: denied when odd, in conversation `index % sessions`."""
+    return deployment.shell_event(
+        "rm -rf /" if index % 2 else "ls",
         conversation_id=f"conv-{index % sessions}",
         generation_id=f"gen-{index}-{time.monotonic_ns()}",
     )
@@ -139,7 +138,8 @@ def _burst(
 
     def send(index: int) -> None:
         _check_answer(
-            daemon.event("beforeShellExecution", _shell(deployment, index, sessions)), index
+            daemon.event("beforeShellExecution", _burst_event(deployment, index, sessions)),
+            index,
         )
 
     return run_in_threads(count, send)
@@ -174,7 +174,7 @@ def test_ten_thousand_idle_unix_connections_starve_nothing(
             assert request(daemon.endpoint, "GET", "/healthz").status == 200
             assert request(daemon.endpoint, "GET", "/readyz").status == 200
             proc = run_client(
-                ["hook", "beforeShellExecution"], _shell(deployment, 1),
+                ["hook", "beforeShellExecution"], _burst_event(deployment, 1),
                 env={"CLOUDRUNNER_SOCKET": str(daemon.socket_path)},
             )  # fmt: skip
             assert proc.returncode == 0, proc.stderr.decode()
@@ -238,13 +238,13 @@ def test_two_thousand_unauthenticated_tcp_connections_starve_no_token_holder(
             good = Endpoint(None, daemon.tcp[0], daemon.tcp[1], TOKEN)
             for index in range(16):
                 reply = request(good, "POST", "/v1/events/beforeShellExecution",
-                                json.dumps(_shell(deployment, index)).encode())  # fmt: skip
+                                json.dumps(_burst_event(deployment, index)).encode())  # fmt: skip
                 _check_answer(reply, index)
             assert request(good, "GET", "/healthz").status == 200
             url = f"http://{daemon.tcp[0]}:{daemon.tcp[1]}"
             env = {"CLOUDRUNNER_TOKEN_FILE": str(token_file)}
             proc = run_client(["hook", "beforeShellExecution", "--url", url],
-                              _shell(deployment, 3), env=env)  # fmt: skip
+                              _burst_event(deployment, 3), env=env)  # fmt: skip
             assert proc.returncode == 0, proc.stderr.decode()
             assert json.loads(proc.stdout)["permission"] == "deny"
             # unauthenticated connections beyond their bound were closed, oldest first

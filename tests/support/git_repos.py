@@ -63,3 +63,17 @@ def hooks_repo(path: Path, hooks: dict[str, Any]) -> Path:
     on branch main."""
     (path / ".cursor").mkdir(parents=True)
     return committed_repo(write_hooks(path, hooks), "hooks")
+
+
+#: a failClosed guard that reads its event and allows it
+GUARD = 'cat >/dev/null; echo \'{"permission": "allow"}\''
+
+
+def guarded_repo(path: Path) -> Path:
+    """A repository at `path` (created) with the failClosed shell GUARD and a stop hook
+    answering `{}`, committed on main: the guarded checkout of the fail-policy and alert
+    tests."""
+    return hooks_repo(path, {
+        "beforeShellExecution": [{"command": GUARD, "failClosed": True}],
+        "stop": [{"command": "cat >/dev/null; echo '{}'"}],
+    })  # fmt: skip

@@ -454,7 +454,8 @@ def test_two_hundred_concurrent_requests_over_eight_sessions(
 def test_a_slow_hook_in_one_session_does_not_hold_up_another(
     tmp_path: Path, docker_tracker: DockerTracker
 ) -> None:
-    deployment = _slow_deployment(tmp_path, docker_tracker, seconds=20)
+    deployment = _slow_deployment(tmp_path, docker_tracker, seconds=20, until=".release")
+    release = deployment.workspace / ".release"
     daemon = _serve(deployment).start()
     try:
         slow_done = threading.Event()
@@ -474,9 +475,12 @@ def test_a_slow_hook_in_one_session_does_not_hold_up_another(
         assert not slow_done.is_set(), (
             "the fast session's events were answered while the slow hook ran"
         )
+        release.touch()
         thread.join(120)
         assert slow_done.is_set()
     finally:
+        if deployment.workspace.exists():
+            release.touch()
         daemon.stop()
 
 
@@ -599,15 +603,21 @@ def test_a_second_daemon_on_the_same_socket_is_refused(
 # --------------------------------------------------------------------------- helpers
 
 
-def _slow_deployment(tmp_path: Path, tracker: DockerTracker, seconds: int = 3) -> Deployment:
-    """The demo deployment whose `stop` hook sleeps, in session isolation."""
+def _slow_deployment(
+    tmp_path: Path, tracker: DockerTracker, seconds: int = 3, *, until: str | None = None
+) -> Deployment:
+    """The demo deployment whose `stop` hook sleeps, in session isolation; with `until`,
+    it ends as soon as that file appears in the workspace (at most `seconds` later)."""
     tmp_path.chmod(0o755)
     deployment = make_deployment(tmp_path, tracker.worker_id)
     deployment.isolation = "session"
     src = tmp_path / "src"
     hooks = json.loads((src / ".cursor" / "hooks.json").read_text())
-    hooks["hooks"]["stop"] = [{"command": SLOW_HOOK.replace('${SLOW:-3}', str(seconds)),
-                               "timeout": seconds + 30}]  # fmt: skip
+    command = SLOW_HOOK.replace("${SLOW:-3}", str(seconds))
+    if until is not None:
+        wait = f"for i in $(seq {seconds * 10}); do [ -e {until} ] && break; sleep 0.1; done"
+        command = command.replace(f'sleep "{seconds}"', wait)
+    hooks["hooks"]["stop"] = [{"command": command, "timeout": seconds + 30}]
     (src / ".cursor" / "hooks.json").write_text(json.dumps(hooks))
     git(src, "commit", "-qam", "slow stop hook")
     git(src, "push", "-q", str(deployment.origin), "main")

@@ -279,12 +279,18 @@ def test_slow_and_oversized_clients_are_cut_off_while_events_are_answered(
             slow_bodies.append(sock)
         request_line = b"POST /v1/events/stop HTTP/1.1\r\nHost: x\r\n"
 
-        # one byte at a time, each a while apart: never a complete request
+        # one byte at a time, each a while apart: never a complete request; it ends when
+        # the daemon has cut off every one of them
         def trickle() -> None:
+            live = list(slow_headers)
             for byte in request_line:
-                for sock in slow_headers:
-                    with contextlib.suppress(OSError):
+                for sock in list(live):
+                    try:
                         sock.sendall(bytes([byte]))
+                    except OSError:
+                        live.remove(sock)
+                if not live:
+                    return
                 time.sleep(0.5)
 
         trickler = threading.Thread(target=trickle, daemon=True)

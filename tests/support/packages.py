@@ -9,6 +9,7 @@ not retried: every caller fails with its output.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import os
 import shutil
 import subprocess
@@ -73,6 +74,20 @@ def version_of_checkout() -> tuple[str, str]:
 
 
 _built: list[Packages | str] = []
+_building: list[concurrent.futures.Future[Packages | str]] = []
+#: the tests that call `built()`: when one of them is collected, the build starts at once
+USERS = ("test_deb_install.py", "test_wheel_install.py")
+
+
+def start_building() -> None:
+    """Start `built()`'s build in the background, so it runs while the tests before the
+    ones that need it run (called when the session's tests are collected). The process
+    waits for it at exit (the build is bounded by scripts/package's timeout)."""
+    if _built or _building or shutil.which("go") is None:
+        return
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="scripts-package")
+    _building.append(pool.submit(_build))
+    pool.shutdown(wait=False)
 
 
 def built() -> Packages:
@@ -80,7 +95,7 @@ def built() -> Packages:
     if not _built:
         if shutil.which("go") is None:
             missing("go is not installed: scripts/package builds the compiled client")
-        _built.append(_build())
+        _built.append(_building[0].result() if _building else _build())
     result = _built[0]
     if isinstance(result, str):
         pytest.fail(result, pytrace=False)

@@ -40,8 +40,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     that needs them is collected, in the background while the tests before it run."""
     if session.config.option.collectonly:
         return
-    if any(item.path.name in packages.USERS for item in session.items):
-        packages.start_building()
+    names = {item.path.name for item in session.items}
+    if names & set(packages.USERS):
+        packages.start_building(upgrade=bool(names & set(packages.UPGRADE_USERS)))
 
 
 @pytest.fixture(scope="session")

@@ -127,12 +127,20 @@ def vm_image(docker_client: docker.DockerClient) -> Iterator[str]:
 @pytest.fixture
 def newer_release(release: Path, tmp_path: Path) -> Iterator[Future[Path]]:
     """Version N+1 (lintian skipped: N was checked), built by packaging/deb/build from the
-    release's own wheel, in the background while the test installs version N."""
-    into = tmp_path / "newer"
-    into.mkdir()
-    for wheel in release.glob(f"cloudrunner-*manylinux*_{platform.machine()}.whl"):
-        shutil.copy2(wheel, into)  # packaging/deb/build takes the project's wheel from here
+    release's own wheel: once per run beside the release (tests/support/packages.py) where
+    that helper exists, else here in the background while the test installs version N."""
+    try:
+        from tests.support.packages import upgrade_built  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        upgrade_built = None
     with ThreadPoolExecutor(max_workers=1) as pool:
+        if upgrade_built is not None:
+            yield pool.submit(upgrade_built)
+            return
+        into = tmp_path / "newer"
+        into.mkdir()
+        for wheel in release.glob(f"cloudrunner-*manylinux*_{platform.machine()}.whl"):
+            shutil.copy2(wheel, into)  # packaging/deb/build takes the project's wheel from here
         yield pool.submit(build_debs, into, f"{project_version()}+upgrade1", lintian=False)
 
 

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"strings"
@@ -6,14 +6,21 @@ import (
 )
 
 func TestParseArgsReadsTheFlagsInAnyOrder(t *testing.T) {
-	opts, err := parseArgs([]string{"hook", "--exit-code", "beforeShellExecution",
+	command, err := Parse([]string{"hook", "--exit-code", "beforeShellExecution",
 		"--socket=/run/cr.sock", "--timeout", "2.5", "--fail-open", "--fallback", "in-process"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts.event != "beforeShellExecution" || !opts.exitCode || opts.socket != "/run/cr.sock" ||
-		opts.timeout != 2.5 || opts.failFlag != "open" || opts.fallback != "in-process" {
+	opts := command.Hook
+	if command.Health != nil || command.Help || opts.Event != "beforeShellExecution" || !opts.ExitCode ||
+		opts.Socket != "/run/cr.sock" || opts.Timeout != 2.5 || opts.FailFlag != "open" ||
+		opts.Fallback != "in-process" {
 		t.Fatalf("parsed %+v", opts)
+	}
+	command, err = Parse([]string{"health", "--ready", "--url", "http://h:1"})
+	if err != nil || command.Hook != nil || !command.Health.Ready || command.Health.URL != "http://h:1" ||
+		command.Health.Timeout != 5 {
+		t.Fatalf("parsed %+v, %v", command.Health, err)
 	}
 }
 
@@ -40,9 +47,15 @@ func TestParseArgsSaysWhatArgparseSays(t *testing.T) {
 		"health -- x":                          "unrecognized arguments: -- x",
 		"health --timeout -1":                  "argument --timeout: '-1' is not a number of seconds above 0",
 		"serve":                                "argument command: invalid choice: 'serve' (choose from 'hook', 'health')",
+		"":                                     "the following arguments are required: command",
+		"health --exit-code":                   "unrecognized arguments: --exit-code",
+		"health --ready=1":                     "argument --ready: ignored explicit argument '1'",
+		"health --url http://h --socket /a":    "argument --socket: not allowed with argument --url",
+		"hook stop --ready":                    "unrecognized arguments: --ready",
+		"hook stop --timeout 1 --timeout x":    "argument --timeout: 'x' is not a number of seconds above 0",
 	}
 	for line, want := range cases {
-		_, err := parseArgs(strings.Fields(line))
+		_, err := Parse(strings.Fields(line))
 		if err == nil || err.Error() != want {
 			t.Errorf("%q: got %v, want %q", line, err, want)
 		}
@@ -58,33 +71,22 @@ func TestNegativeNumbersAreValuesNotFlags(t *testing.T) {
 	}
 }
 
-func TestPyReprQuotesLikePython(t *testing.T) {
-	cases := map[string]string{"x": "'x'", "it's": `"it's"`, `a'"b`: `'a\'"b'`, "": "''",
-		"a\r\nb\\": `'a\r\nb\\'`, "\x00\x7f\u0085": `'\x00\x7f\x85'`, "é": "'é'", "\xff": `'\udcff'`,
-		"\u200b": `'\u200b'`}
-	for in, want := range cases {
-		if got := pyRepr(in); got != want {
-			t.Errorf("pyRepr(%q) = %s, want %s", in, got, want)
+func TestHelpStopsTheReadingAndTheVersionIsItsOwnCommand(t *testing.T) {
+	for _, line := range []string{"--help", "-h", "hook --help --bogus", "hook stop -h", "health --ready --help"} {
+		command, err := Parse(strings.Fields(line))
+		if err != nil || !command.Help {
+			t.Errorf("%q: %+v, %v", line, command, err)
 		}
 	}
-}
-
-func TestEventNamesAreLettersAndDigits(t *testing.T) {
-	for _, bad := range []string{"", "a b", "../x", "x HTTP/1.1\r\nAuthorization: y", strings.Repeat("a", 65), "é"} {
-		if !badEventName(bad) {
-			t.Errorf("%q accepted", bad)
-		}
+	// an error met before --help is said, as argparse does
+	if _, err := Parse(strings.Fields("hook stop --exit-code=1 --help")); err == nil {
+		t.Error("an error before --help was not said")
 	}
-	if badEventName("beforeShellExecution") {
-		t.Error("a real event refused")
+	if command, err := Parse([]string{"--version"}); err != nil || !command.Version {
+		t.Errorf("--version: %+v, %v", command, err)
 	}
-}
-
-func TestFormatSecondsIsPythonsG(t *testing.T) {
-	cases := map[float64]string{600: "600", 0.5: "0.5", 1234567: "1.23457e+06", 2.25: "2.25"}
-	for in, want := range cases {
-		if got := formatSeconds(in); got != want {
-			t.Errorf("formatSeconds(%v) = %s, want %s", in, got, want)
-		}
+	if _, err := Parse([]string{"health", "--version"}); err == nil ||
+		err.Error() != "unrecognized arguments: --version" {
+		t.Errorf("health --version: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -89,4 +90,35 @@ func TestHelpStopsTheReadingAndTheVersionIsItsOwnCommand(t *testing.T) {
 		err.Error() != "unrecognized arguments: --version" {
 		t.Errorf("health --version: %v", err)
 	}
+}
+
+// FuzzParse: any words either parse into exactly one command or give a UsageError (which,
+// like argparse's, repeats an unrecognised word as it is, a newline in it included).
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{"hook stop --socket /a", "health --ready -- x", "hook -- -- stop",
+		"hook stop --timeout -1.5", "hook stop --fail-closed --fail-open", "--version", "hook --url=x stop -h"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		command, err := Parse(strings.Split(line, " "))
+		if err != nil {
+			var usage UsageError
+			if !errors.As(err, &usage) || usage.Message == "" {
+				t.Fatalf("%q: an error that is not a usage error: %q", line, err)
+			}
+			return
+		}
+		chosen := 0
+		for _, yes := range []bool{command.Help, command.Version, command.Hook != nil, command.Health != nil} {
+			if yes {
+				chosen++
+			}
+		}
+		if chosen != 1 {
+			t.Fatalf("%q: %+v is not one command", line, command)
+		}
+		if hook := command.Hook; hook != nil && (hook.Timeout <= 0 || !strings.Contains(" "+line+" ", " "+hook.Event+" ")) {
+			t.Fatalf("%q: %+v", line, hook)
+		}
+	})
 }

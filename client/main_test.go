@@ -39,3 +39,23 @@ func TestTheBinaryDoesNotImportNetHTTP(t *testing.T) {
 		}
 	}
 }
+
+// main imports every standard package the client's packages import (main.go says why).
+func TestMainImportsWhatTheClientsPackagesImport(t *testing.T) {
+	list := func(pattern string) []string {
+		out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, pattern).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pattern, err)
+		}
+		return strings.Fields(string(out))
+	}
+	mine := map[string]bool{}
+	for _, pkg := range list(".") {
+		mine[pkg] = true
+	}
+	for _, pkg := range list("./internal/...") {
+		if !strings.HasPrefix(pkg, "cloudrunner.invalid/") && !mine[pkg] {
+			t.Errorf("internal/ imports %s and main.go does not: add it to main's imports", pkg)
+		}
+	}
+}

@@ -191,7 +191,8 @@ def test_the_sdist_holds_what_a_wheel_is_built_from(packages: Packages) -> None:
         names = {name.partition("/")[2] for name in archive.getnames()}
     for needed in ("hatch_build.py", "pyproject.toml", "client/build", "client/main.go",
                    "client/internal/hook/hook.go", "launcher/cloudrunner",
-                   "images/hook-runtime/Dockerfile", "cloudrunner/version.py", "cloudrunner/_build_info.py"):  # fmt: skip
+                   "images/hook-runtime/Dockerfile", "cloudrunner/version.py",
+                   "cloudrunner/_build_info.py"):  # fmt: skip
         assert needed in names, needed
     assert not any(name.startswith(("tests/", "docs/", ".venv/")) for name in names)
 

@@ -26,7 +26,7 @@ TOOL_NAMES: Mapping[str, str] = {
     "Shell": "Bash",
     "Read": "Read",
     "Grep": "Grep",
-    "Task": "Task",
+    "Task": "Agent",
     "Delete": "Delete",
     "Glob": "Glob",
     "WebFetch": "WebFetch",
@@ -184,6 +184,10 @@ DECISIONS: tuple[tuple[str, str], ...] = (
      "A matcher made only of letters, digits, `_` and `|` is a list of exact names (as "
      "Claude Code reads it); anything else is an ECMAScript regular expression searched "
      "anywhere in the name, under the same time budget as Cursor matchers."),
+    ("The subagent tool is `Agent`",
+     "Claude Code 2.1.63 renamed its subagent tool from `Task` to `Agent` and still accepts "
+     "`Task` in matchers. A Claude hook gets `tool_name: \"Agent\"` for Cursor's `Task`; a "
+     "matcher `Task` still matches, through Cursor's spelling."),
     ("`Write` is `Edit` or `Write`",
      "Cursor has one `Write` tool type; Claude has `Edit` and `Write`. A `Write` whose input "
      "replaces text (`old_string`, `new_string` or `edits`) is `Edit`, any other is `Write`."),

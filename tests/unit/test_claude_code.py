@@ -169,6 +169,7 @@ def test_every_mapped_event_exists_in_cursor() -> None:
         ("Write", '{"old_string": "x"}', "Edit"),
         ("MCP:github__create_issue", None, "mcp__github__create_issue"),
         ("Read", None, "Read"),
+        ("Task", {"description": "d", "prompt": "p"}, "Agent"),
         ("Unknown", None, "Unknown"),
     ],
 )
@@ -189,6 +190,10 @@ def test_tool_names(cursor: str, tool_input: Any, claude: str) -> None:
         ("", "Read", True),
         (None, "Read", True),
         ("^Re", "Read", True),
+        ("Agent", "Task", True),  # Claude Code's name for the subagent tool
+        ("Task", "Task", True),  # its old name, which Claude Code still accepts
+        ("Agent|Task", "Task", True),
+        ("Agen", "Task", False),
     ],
 )
 def test_claude_matchers(matcher: str | None, tool: str, matched: bool) -> None:
@@ -223,6 +228,13 @@ def test_the_input_is_claudes_shape() -> None:
     }  # fmt: skip
     stop = EVENTS["stop"].input_model.model_validate({"loop_count": 2})
     assert claude_input("Stop", stop, "/ws")["stop_hook_active"] is True
+
+
+def test_a_subagent_call_reaches_a_claude_hook_as_the_agent_tool() -> None:
+    payload = EVENTS["preToolUse"].input_model.model_validate(
+        {"tool_name": "Task", "tool_input": {"description": "d", "prompt": "p"}}
+    )
+    assert claude_input("PreToolUse", payload, "/ws")["tool_name"] == "Agent"
 
 
 def test_a_stop_hook_gets_the_last_assistant_message_when_the_worker_read_it() -> None:

@@ -103,7 +103,7 @@ class _Conn:
     its reader and deadline then), `doomed` once it must close when that thread lets go."""
 
     __slots__ = (
-        "answered_at", "busy", "closed", "deadline", "doomed", "early", "fd", "head_bytes",
+        "answered_at", "body_length", "busy", "closed", "deadline", "doomed", "early", "fd", "head_bytes",
         "judged", "lock", "reader", "reason", "requests", "route", "server", "sock",
         "waiting_next",
     )  # fmt: skip
@@ -125,6 +125,7 @@ class _Conn:
         self.early = False
         """the judged request was answered before its body (refused)"""
         self.route: tuple[Route, dict[str, str]] | None = None
+        self.body_length = 0
         self.answered_at = time.monotonic()
         self.waiting_next = False
 
@@ -423,15 +424,16 @@ class ThreadServer:
                 self._arm(conn, time.monotonic() + self.limits.body_timeout_s,
                           "the refused body did not arrive in time")  # fmt: skip
             return
+        if incoming.expect_continue and conn.body_length:
+            self._write(conn, CONTINUE)  # when the app would read the body, as uvicorn does
         if not incoming.complete:
-            if incoming.expect_continue:
-                self._write(conn, CONTINUE)
             self._arm(conn, time.monotonic() + self.limits.body_timeout_s,
                       "the request body did not arrive in time")  # fmt: skip
 
     def _refusal(self, conn: _Conn, incoming: Incoming) -> Response | None:
         """The answer to a request refused before its body is read, if it is."""
         request = _request(incoming, b"")
+        conn.body_length = 0
         try:
             op, params = route(incoming.method, incoming.path)
             conn.route = (op.name, params)
@@ -440,7 +442,7 @@ class ThreadServer:
                 self.daemon.session_info(session)  # an unknown session before the body
                 cap = self.daemon.settings.max_payload_bytes
                 try:
-                    content_length(request, cap)
+                    conn.body_length = content_length(request, cap)
                 except DaemonError as exc:
                     if exc.code is not ErrorCode.BODY_TOO_LARGE:
                         raise
@@ -448,7 +450,7 @@ class ThreadServer:
                         session, params["event"], exc.message, ErrorCode.PAYLOAD_TOO_LARGE
                     ) from None
             elif op.name in BODIES:
-                content_length(request, CONTROL_BODY_CAP)
+                conn.body_length = content_length(request, CONTROL_BODY_CAP)
         except DaemonError as exc:
             return error_response(exc)
         except Exception as exc:

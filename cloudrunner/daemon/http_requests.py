@@ -22,6 +22,9 @@ from cloudrunner import refusals
 from cloudrunner.daemon.asgi import Response
 from cloudrunner.refusals import ErrorCode
 
+#: how much of a body refused for its size is read and dropped before the connection closes
+DISCARD_CAP = 64 * 1024 * 1024
+
 
 class BadRequest(Exception):
     """The bytes are not an HTTP/1.1 request."""

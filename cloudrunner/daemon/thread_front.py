@@ -60,6 +60,7 @@ from cloudrunner.daemon.errors import DaemonError
 from cloudrunner.daemon.http_requests import (
     BAD_REQUEST,
     CONTINUE,
+    DISCARD_CAP,
     HEADERS_TOO_LARGE,
     BadRequest,
     Incoming,
@@ -68,8 +69,6 @@ from cloudrunner.daemon.http_requests import (
 )
 from cloudrunner.refusals import BODIES, ErrorCode, Route
 
-#: how much of a body refused for its size is read and dropped before the connection closes
-DISCARD_CAP = 64 * 1024 * 1024
 #: threads beyond server.max_concurrent_events (for the other routes and for reading)
 SPARE_THREADS = 8
 #: bytes read from a connection at a time
@@ -103,9 +102,9 @@ class _Conn:
     its reader and deadline then), `doomed` once it must close when that thread lets go."""
 
     __slots__ = (
-        "answered_at", "body_length", "busy", "closed", "deadline", "doomed", "early", "fd", "head_bytes",
-        "judged", "lock", "reader", "reason", "requests", "route", "server", "sock",
-        "waiting_next",
+        "answered_at", "body_length", "busy", "closed", "deadline", "doomed", "early", "fd",
+        "head_bytes", "judged", "lock", "reader", "reason", "requests", "route", "server",
+        "sock", "waiting_next",
     )  # fmt: skip
 
     def __init__(self, server: ThreadServer, sock: socket.socket) -> None:

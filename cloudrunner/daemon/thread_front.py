@@ -148,6 +148,7 @@ class _Conn:
         if server.conns.get(self.fd) is self:
             del server.conns[self.fd]
         self.sock.close()
+        server.deadlines.cancel(self)
         if logs.debugging():
             log.debug("server.connection_closed", reason=reason, client="unix")
 
@@ -191,7 +192,7 @@ class ThreadServer:
         self._polling = 0
         self._serial = 0
         self._closing = False
-        self._deadlines: Deadlines[_Conn] = Deadlines(self._expired, f"{name}-deadlines")
+        self.deadlines: Deadlines[_Conn] = Deadlines(self._expired, f"{name}-deadlines")
 
     @property
     def threads(self) -> int:
@@ -269,7 +270,7 @@ class ThreadServer:
                 when = time.monotonic() + self.limits.header_timeout_s
                 conn.deadline, conn.reason = when, "the request headers did not arrive in time"
                 self.epoll.register(conn.fd, _ONESHOT)
-                self._deadlines.arm(conn, when)  # after: the timer never meets it unregistered
+                self.deadlines.arm(conn, when)  # after: the timer never meets it unregistered
             self.epoll.modify(self._listen_fd, _ONESHOT)
 
     def stop_accepting(self) -> None:
@@ -502,7 +503,7 @@ class ThreadServer:
     def _arm(self, conn: _Conn, when: float, reason: str) -> None:
         conn.deadline = when
         conn.reason = reason
-        self._deadlines.arm(conn, when)
+        self.deadlines.arm(conn, when)
 
     def _expired(self, conn: _Conn, when: float) -> None:
         with conn.lock:
@@ -526,7 +527,7 @@ class ThreadServer:
         deadline = time.monotonic() + SHUT_WAIT_S
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
-        self._deadlines.stop()
+        self.deadlines.stop()
         self.epoll.close()
         os.close(self._wake_r)
         os.close(self._wake_w)

@@ -247,9 +247,17 @@ class ThreadServer:
     # -- accepting -----------------------------------------------------------------------
 
     def _accept(self) -> None:
+        accepted = self._accept_some()
+        if len(accepted) == 1:
+            # a client writes its request as soon as it is connected: read it now, in this
+            # thread, rather than wait to be woken for it
+            self._serve(accepted[0])
+
+    def _accept_some(self) -> list[int]:
+        accepted: list[int] = []
         with self._accept_lock:
             if not self._accepting:
-                return
+                return accepted
             for _ in range(ACCEPT_BATCH):
                 try:
                     sock, _ = self.sock.accept()
@@ -271,7 +279,9 @@ class ThreadServer:
                 conn.deadline, conn.reason = when, "the request headers did not arrive in time"
                 self.epoll.register(conn.fd, _ONESHOT)
                 self.deadlines.arm(conn, when)  # after: the timer never meets it unregistered
+                accepted.append(conn.fd)
             self.epoll.modify(self._listen_fd, _ONESHOT)
+        return accepted
 
     def stop_accepting(self) -> None:
         with self._accept_lock:

@@ -383,10 +383,11 @@ class ThreadServer:
             ready.popleft()
             conn.deadline = _NEVER  # it has fully arrived: no deadline while it is answered
             close = self._closes(conn, incoming)
-            if conn.early:
+            if conn.early:  # its answer went before its body, now read and dropped
                 if close:
                     conn.doomed = "answered"
                     return
+                conn.answered_at = time.monotonic()
             else:
                 self._send(conn, self._respond(conn, incoming), close)
                 if close:
@@ -475,7 +476,11 @@ class ThreadServer:
             return answer_event(self.daemon, session, params["event"], incoming.body())
         # every other route: the app, on the daemon's loop
         request = _request(incoming, incoming.body())
-        return asyncio.run_coroutine_threadsafe(self.app.respond(request), self.loop).result()
+        try:
+            answer = asyncio.run_coroutine_threadsafe(self.app.respond(request), self.loop)
+            return answer.result()
+        except Exception as exc:  # the loop is gone (the app answers its own errors)
+            return internal_error(incoming.method, incoming.path, exc)
 
     # -- writing -------------------------------------------------------------------------
 

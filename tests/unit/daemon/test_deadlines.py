@@ -1,5 +1,5 @@
 """The threaded front's deadlines (`cloudrunner.daemon.deadlines`), with its real timer
-thread: due ones are handed over once, in order; replaced and cancelled ones never, and
+thread: due ones are handed over once, in order (a bucket apart); replaced and cancelled ones never, and
 they keep no reference to what they were for."""
 
 from __future__ import annotations
@@ -36,15 +36,15 @@ def test_due_deadlines_come_in_order_and_replaced_ones_never() -> None:
     deadlines: Deadlines[str] = Deadlines(expire, "test-deadlines")
     try:
         now = time.monotonic()
-        deadlines.arm("late", now + 0.3)
+        deadlines.arm("late", now + 0.9)
         deadlines.arm("replaced", now + 0.05)
-        deadlines.arm("replaced", now + 0.2)  # later than the one it replaces
-        deadlines.arm("early", now + 0.1)  # earlier than what the timer waits for
+        deadlines.arm("replaced", now + 0.6)  # later than the one it replaces
+        deadlines.arm("early", now + 0.3)  # earlier than what the timer waits for
         deadlines.arm("cancelled", now + 0.01)
         deadlines.cancel("cancelled")
         assert _until(lambda: len(fired) == 3)
         assert [name for name, _ in fired] == ["early", "replaced", "late"]
-        assert fired[1][1] == now + 0.2
+        assert fired[1][1] == now + 0.6
         assert len(deadlines) == 0
     finally:
         deadlines.stop()

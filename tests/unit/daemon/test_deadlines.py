@@ -1,6 +1,6 @@
 """The threaded front's deadlines (`cloudrunner.daemon.deadlines`), with its real timer
-thread: due ones are handed over once, in order (a bucket apart); replaced and cancelled ones never, and
-they keep no reference to what they were for."""
+thread: due ones are handed over once, in order (a bucket apart); replaced and cancelled
+ones never, and they keep no reference to what they were for."""
 
 from __future__ import annotations
 

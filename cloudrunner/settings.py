@@ -188,6 +188,9 @@ class ServerSettings(_Section):
     """TCP connections that have not yet sent a request with the right bearer token, at most;
     at the cap the oldest of them is closed for the new one (they never count against
     max_connections)"""
+    unix_front: Literal["threads", "uvicorn"] = "threads"
+    """what serves HTTP on the unix socket: threads (an event is read, handled and answered
+    by one thread, no event loop in between) or uvicorn (as the TCP listener always is)"""
 
 
 class SandboxSettings(SandboxProfile):

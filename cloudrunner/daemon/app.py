@@ -49,6 +49,27 @@ def error_response(error: DaemonError) -> Response:
     return json_response(error.status, {"error": {"code": error.code, "message": error.message}})
 
 
+def event_response(reply: EventReply) -> Response:
+    """The answer to an event (both fronts send it)."""
+    headers = ((BLOCKED_HEADER, "true"),) if blocks(reply.answer) else ()
+    return json_response(200, reply.answer, headers)
+
+
+def internal_error(method: str, path: str, exc: Exception) -> Response:
+    """A bug: the log gets everything, the client one line."""
+    log.error(
+        "server.internal_error",
+        method=method,
+        path=path,
+        error_type=type(exc).__name__,
+        error=str(exc),
+        traceback="".join(traceback.format_exception(exc)),
+    )
+    return error_response(
+        DaemonError(f"internal error: {type(exc).__name__}: {exc}", ErrorCode.INTERNAL)
+    )
+
+
 def token_matches(authorization: bytes | str | None, token: str) -> bool:
     """Whether an Authorization header carries `token` as a bearer token."""
     text = authorization.decode("latin-1") if isinstance(authorization, bytes) else authorization
@@ -92,24 +113,14 @@ class App:
                 request.header("authorization"), self.token
             ):
                 raise _unauthorized(request.header("authorization"))
-            op, params = _route(method, path)
+            op, params = route(method, path)
             return await self._handlers[op.name](request, params)
         except DaemonError as exc:
             return error_response(exc)
         except ClientDisconnect:
             raise
-        except Exception as exc:  # a bug: the log gets everything, the client one line
-            log.error(
-                "server.internal_error",
-                method=method,
-                path=path,
-                error_type=type(exc).__name__,
-                error=str(exc),
-                traceback="".join(traceback.format_exception(exc)),
-            )
-            return error_response(
-                DaemonError(f"internal error: {type(exc).__name__}: {exc}", ErrorCode.INTERNAL)
-            )
+        except Exception as exc:
+            return internal_error(method, path, exc)
 
     # -- helpers -----------------------------------------------------------------
 
@@ -117,7 +128,7 @@ class App:
         return await asyncio.wrap_future(self.control.submit(func, *args))
 
     async def _body(self, request: Request, cap: int) -> bytes:
-        length = _content_length(request, cap)
+        length = content_length(request, cap)
         if length == 0:
             return b""
         data = await request.body()
@@ -176,9 +187,7 @@ class App:
             self.daemon.unqueue_event()
             raise
         # the event runs to its end in its thread even when this client is gone
-        reply = await future
-        headers = ((BLOCKED_HEADER, "true"),) if blocks(reply.answer) else ()
-        return json_response(200, reply.answer, headers)
+        return event_response(await future)
 
     def _handle_queued(self, session: str, event: str, payload: bytes) -> EventReply:
         return self.daemon.handle_event(session, event, payload, queued=True)
@@ -226,7 +235,7 @@ class App:
         return json_response(200, answer)
 
 
-def _route(method: str, path: str) -> tuple[Operation, _Params]:
+def route(method: str, path: str) -> tuple[Operation, _Params]:
     allowed: list[str] = []
     for op in OPERATIONS:
         match = op.pattern.fullmatch(path)
@@ -246,7 +255,7 @@ def _route(method: str, path: str) -> tuple[Operation, _Params]:
     )
 
 
-def _content_length(request: Request, cap: int) -> int:
+def content_length(request: Request, cap: int) -> int:
     """The body's length from its headers; DaemonError when missing, bad or over `cap`."""
     if request.header("transfer-encoding"):
         raise DaemonError(

@@ -5,8 +5,9 @@ progress); when every connection is busy, the new one is closed. On TCP, a conne
 as *unauthenticated* until a request with the right bearer token arrives (checked when its
 headers are complete, before anything else); unauthenticated connections have a bound of their
 own (`max_unauthenticated`, the oldest closed for the newest) and never count against
-`max_connections`, so they cannot take what token holders need. The protocol that consults
-the book is in daemon/uvicorn_front.py.
+`max_connections`, so they cannot take what token holders need. The fronts that consult the
+book are daemon/uvicorn_front.py and daemon/thread_front.py (which calls it from several
+threads, under a lock of its own).
 """
 
 from __future__ import annotations

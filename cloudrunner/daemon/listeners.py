@@ -1,5 +1,10 @@
-"""The daemon's listeners: uvicorn servers on the unix socket (owner-only) and, optionally,
-on TCP (bearer token), sharing one event loop, one daemon and its thread pools.
+"""The daemon's listeners: the unix socket (owner-only) and, optionally, TCP (bearer
+token), sharing one event loop, one daemon and its thread pools.
+
+The unix socket, the one agent VMs use through `cloudrunner-hook`, is served by threads
+(`thread_front.ThreadServer`: an event is read, handled and answered by one thread, with no
+event loop or thread hand-off in between; `server.unix_front = "uvicorn"` serves it as TCP
+is); TCP is served by uvicorn (`uvicorn_front`).
 
 The loop is uvloop's (`new_loop`): every event crosses it twice (the request handed to an
 event thread, the answer handed back), and on this 2-core machine uvloop took about 80 µs
@@ -24,6 +29,7 @@ from cloudrunner.daemon.app import App
 from cloudrunner.daemon.connections import ConnectionBook, Limits
 from cloudrunner.daemon.core import Daemon
 from cloudrunner.daemon.memory import Trimmer
+from cloudrunner.daemon.thread_front import SPARE_THREADS, ThreadServer
 from cloudrunner.daemon.threads import ElasticPool
 from cloudrunner.settings import ServerSettings
 
@@ -102,7 +108,8 @@ def tcp_socket(host: str, port: int) -> socket.socket:
 class Listener:
     sock: socket.socket
     book: ConnectionBook
-    server: uvicorn.Server
+    server: uvicorn.Server | ThreadServer
+    app: App
 
     @property
     def address(self) -> str:
@@ -138,8 +145,18 @@ class Front:
         """Serve the API on a bound, listening socket (a token: TCP, every request needs it)."""
         settings = self.daemon.settings.server
         book = ConnectionBook(limits_from(settings), token)
+        app = App(self.daemon, self.events, self.control, token)
+        loop = asyncio.get_running_loop()
+        if token is None and sock.family == socket.AF_UNIX and settings.unix_front == "threads":
+            threads = ThreadServer(
+                sock, book, app, loop,
+                max_threads=settings.max_concurrent_events + SPARE_THREADS,
+                keepalive_timeout_s=settings.keepalive_timeout_s, idle_s=THREAD_IDLE_S,
+            )  # fmt: skip
+            threads.start()
+            return self._add(Listener(sock, book, threads, app))
         config = uvicorn.Config(
-            App(self.daemon, self.events, self.control, token),
+            app,
             http=uvicorn_front.protocol_for(book),
             ws="none",
             lifespan="off",
@@ -154,7 +171,9 @@ class Front:
             backlog=BACKLOG,
         )
         server = await uvicorn_front.start(config, sock)
-        listener = Listener(sock, book, server)
+        return self._add(Listener(sock, book, server, app))
+
+    def _add(self, listener: Listener) -> Listener:
         self.listeners.append(listener)
         if self._ticker is None:
             self._ticker = asyncio.get_running_loop().create_task(self._tick())
@@ -171,7 +190,10 @@ class Front:
 
     def stop_accepting(self) -> None:
         for listener in self.listeners:
-            uvicorn_front.stop_accepting(listener.server)
+            if isinstance(listener.server, ThreadServer):
+                listener.server.stop_accepting()
+            else:
+                uvicorn_front.stop_accepting(listener.server)
 
     async def drain(self, timeout_s: float) -> bool:
         """Stop accepting, wait for the events in flight (and their answers); True when all
@@ -184,8 +206,11 @@ class Front:
         """Close every connection (answers already written stay written) and the pools."""
         if self._ticker is not None:
             self._ticker.cancel()
-        for listener in self.listeners:
-            await uvicorn_front.shut(listener.server)
         loop = asyncio.get_running_loop()
+        for listener in self.listeners:
+            if isinstance(listener.server, ThreadServer):
+                await loop.run_in_executor(None, listener.server.shut)
+            else:
+                await uvicorn_front.shut(listener.server)
         await loop.run_in_executor(None, self.events.shutdown)
         await loop.run_in_executor(None, self.control.shutdown)

@@ -1,7 +1,9 @@
 """The adapter between the daemon and uvicorn: the one module that touches uvicorn's
-internals. Its HTTP connection protocol is uvicorn's httptools protocol, plus what uvicorn
-does not do itself; `start`, `stop_accepting` and `shut` drive a server's life cycle by hand
-(the listeners hand it bound sockets and share one loop).
+internals. It serves the TCP listener (and the unix socket when `server.unix_front` is
+uvicorn; `thread_front.py` serves it otherwise, with the same behaviours and answers). Its
+HTTP connection protocol is uvicorn's httptools protocol, plus what uvicorn does not do
+itself; `start`, `stop_accepting` and `shut` drive a server's life cycle by hand (the
+listeners hand it bound sockets and share one loop).
 
 - A header deadline: uvicorn times out only idle kept-alive connections, so a client that
   connects and sends nothing (or one byte every few seconds) would be held forever. Here
@@ -19,20 +21,23 @@ does not do itself; `start`, `stop_accepting` and `shut` drive a server's life c
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 from collections import deque
-from http import HTTPStatus
 from typing import Any, ClassVar
 
 import structlog
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
-from cloudrunner import logs, refusals
+from cloudrunner import logs
 from cloudrunner.daemon.app import token_matches
 from cloudrunner.daemon.connections import ConnectionBook
-from cloudrunner.refusals import ErrorCode
+from cloudrunner.daemon.http_requests import (
+    DISCARD_CAP,
+    HEADERS_BODY,
+    HEADERS_STATUS,
+    HEADERS_TOO_LARGE,
+)
 
 #: the uvicorn releases this module was written for (pyproject.toml pins the same range).
 #: It reaches past uvicorn's public API: GuardedProtocol overrides HttpToolsProtocol's
@@ -42,29 +47,15 @@ from cloudrunner.refusals import ErrorCode
 #: internals changed, before any end-to-end test could.
 UVICORN_WRITTEN_FOR = ("0.30", "0.60")
 
-#: how much of a body refused for its size is read and dropped before the connection closes
-DISCARD_CAP = 64 * 1024 * 1024
-
 log = structlog.get_logger("cloudrunner.server")
 
 
-#: the front's one answer of its own: its code, status and body (the app answers the rest)
-_HEADERS_CODE = ErrorCode.HEADERS_TOO_LARGE
-_HEADERS_STATUS = refusals.STATUS[_HEADERS_CODE]
-_HEADERS_MESSAGE = (
-    "the request line and headers are over the cap (server.max_header_bytes); send less"
-)
-_HEADERS_BODY = (
-    json.dumps({"error": {"code": _HEADERS_CODE, "message": _HEADERS_MESSAGE}}) + "\n"
-).encode()
-
-
 async def _headers_too_large(scope: Any, receive: Any, send: Any) -> None:
-    await send({"type": "http.response.start", "status": _HEADERS_STATUS, "headers": [
+    await send({"type": "http.response.start", "status": HEADERS_STATUS, "headers": [
         (b"content-type", b"application/json"),
-        (b"content-length", str(len(_HEADERS_BODY)).encode()),
+        (b"content-length", str(len(HEADERS_BODY)).encode()),
         (b"connection", b"close")]})  # fmt: skip
-    await send({"type": "http.response.body", "body": _HEADERS_BODY})
+    await send({"type": "http.response.body", "body": HEADERS_BODY})
 
 
 class GuardedProtocol(HttpToolsProtocol):
@@ -136,12 +127,7 @@ class GuardedProtocol(HttpToolsProtocol):
             and self._head_bytes > self.book.limits.max_header_bytes
             and not self.transport.is_closing()
         ):
-            status = HTTPStatus(_HEADERS_STATUS)
-            self.transport.write(
-                f"HTTP/1.1 {status.value} {status.phrase}\r\ncontent-type: application/json"
-                f"\r\ncontent-length: {len(_HEADERS_BODY)}\r\nconnection: close\r\n\r\n".encode()
-                + _HEADERS_BODY
-            )
+            self.transport.write(HEADERS_TOO_LARGE)
             self.close("headers over server.max_header_bytes")
 
     def on_message_begin(self) -> None:

@@ -206,8 +206,7 @@ def test_an_internal_error_is_logged_whole_and_answered_in_one_line(
 ) -> None:
     path, listener = unix
     configure_logging("error")
-    app = listener.server.config.loaded_app
-    daemon = app.daemon  # type: ignore[attr-defined]
+    daemon = listener.app.daemon
 
     def broken() -> list[Any]:
         raise RuntimeError("the registry fell over")

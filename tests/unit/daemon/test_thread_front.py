@@ -1,0 +1,371 @@
+"""The unix socket's threaded front (`cloudrunner.daemon.thread_front`) under attack and
+careless use, over real sockets (no hook runs): answers byte for byte the uvicorn front's,
+slow and half-sent requests, pipelining, half-closes, garbage, idle crowds without threads.
+The behaviours both fronts share are tested in test_connections.py and test_app.py."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cloudrunner.client import Endpoint, request
+from cloudrunner.daemon.core import Daemon
+from cloudrunner.daemon.http_requests import BAD_REQUEST, HEADERS_TOO_LARGE
+from cloudrunner.daemon.listeners import Listener, unix_socket
+from cloudrunner.daemon.thread_front import SPARE_THREADS, ThreadServer
+from cloudrunner.settings import load_settings
+from tests.support.daemon_front import serving
+
+MAX_PAYLOAD = 4096
+HEALTH = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+def _daemon(state: Path, **server: Any) -> Daemon:
+    overrides: dict[str, Any] = {"state_dir": state, "max_payload_bytes": MAX_PAYLOAD}
+    overrides.update({f"server.{k}": v for k, v in server.items()})
+    return Daemon(load_settings(overrides=overrides, environ={}))
+
+
+@contextlib.contextmanager
+def _front(tmp_path: Path, name: str = "threads", **server: Any) -> Iterator[Listener]:
+    path = tmp_path / f"{name}.sock"
+    with serving(_daemon(tmp_path / name, **server), unix_socket(path)) as listener:
+        yield listener
+
+
+@pytest.fixture
+def unix(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Path, Listener]]:
+    with _front(tmp_path, **getattr(request, "param", {})) as listener:
+        yield Path(listener.sock.getsockname()), listener
+
+
+def _connect(path: Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX)
+    sock.settimeout(30)
+    sock.connect(str(path))
+    return sock
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    chunks = []
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _exchange(path: Path, raw: bytes, half_close: bool = False) -> bytes:
+    with _connect(path) as sock:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(raw)
+            if half_close:
+                sock.shutdown(socket.SHUT_WR)
+        return _read_all(sock)
+
+
+def _exchange_answers(path: Path, raw: bytes, count: int) -> bytes:
+    """What the server sends for `raw` up to its `count`-th answer (or its close); the
+    client keeps its side open, so no front knows it is leaving."""
+    with _connect(path) as sock:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(raw)
+        got = b""
+        while not _complete(got, count):
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            got += chunk
+        return got
+
+
+def _complete(raw: bytes, count: int) -> bool:
+    for _ in range(count):
+        head, found, rest = raw.partition(b"\r\n\r\n")
+        if not found:
+            return False
+        if head.startswith(b"HTTP/1.1 100 "):
+            raw = rest
+            head, found, rest = raw.partition(b"\r\n\r\n")
+            if not found:
+                return False
+        length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                       if line.lower().startswith(b"content-length")), 0)  # fmt: skip
+        if len(rest) < length:
+            return False
+        raw = rest[length:]
+    return True
+
+
+def _closed(sock: socket.socket, timeout_s: float = 30.0) -> bool:
+    sock.settimeout(timeout_s)
+    try:
+        while sock.recv(65536):
+            pass
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True
+    return True
+
+
+def _until(condition: Callable[[], bool], timeout_s: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _healthy(path: Path) -> bool:
+    return request(Endpoint(str(path)), "GET", "/healthz", timeout_s=30).status == 200
+
+
+def _answers(raw: bytes) -> list[tuple[int, bytes]]:
+    """Each answer's status and body in a stream of answers."""
+    found = []
+    while raw:
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        status = int(lines[0].split(b" ")[1])
+        length = next(
+            (
+                int(line.split(b":")[1])
+                for line in lines
+                if line.lower().startswith(b"content-length")
+            ),
+            0,
+        )
+        found.append((status, rest[:length]))
+        raw = rest[length:]
+    return found
+
+
+def _sessions(path: Path) -> list[str]:
+    listed = json.loads(request(Endpoint(str(path)), "GET", "/v1/sessions").body)["sessions"]
+    return [s["session"] for s in listed]
+
+
+# --------------------------------------------------------------------------- the same answers
+
+#: raw requests whose answers are the same, byte for byte, from either front
+SAME_ANSWERS = {
+    "health": HEALTH,
+    "no route": b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n",
+    "wrong method": b"DELETE /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+    "openapi": b"GET /openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    "no length": b"POST /v1/events/stop HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    "chunked": b"POST /v1/events/stop HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"0\r\n\r\n",
+    "bad length": b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n",
+    "unknown session": b"POST /v1/sessions/nope/events/stop HTTP/1.1\r\nHost: x\r\n"
+    b"Content-Length: 2\r\n\r\n{}",
+    "payload over the cap": b"POST /v1/events/stop HTTP/1.1\r\nHost: x\r\nContent-Length: "
+    + str(MAX_PAYLOAD + 1).encode()
+    + b"\r\n\r\n"
+    + b" " * (MAX_PAYLOAD + 1),
+    "control body over the cap": b"POST /v1/egress/project HTTP/1.1\r\nHost: x\r\n"
+    b"Content-Length: 70000\r\n\r\n" + b"x" * 70000,
+    "bad json": b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n{",
+    "http/1.0": b"GET /healthz HTTP/1.0\r\n\r\n",
+    "expect continue": b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+    b"Content-Length: 2\r\n\r\n[]",
+    "garbage": b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 hello\r\n\r\n",
+    "headers over the cap": b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n",
+    "pipelined": HEALTH + b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n" + HEALTH,
+    "percent path": b"GET /heal%74hz HTTP/1.1\r\nHost: x\r\n\r\n",
+}
+
+
+def test_every_answer_is_the_uvicorn_fronts_byte_for_byte(tmp_path: Path) -> None:
+    with (
+        _front(tmp_path, "threads") as threads,
+        _front(tmp_path, "uvicorn", unix_front="uvicorn") as uvicorn,
+    ):
+        assert isinstance(threads.server, ThreadServer)
+        assert not isinstance(uvicorn.server, ThreadServer)
+        for name, raw in SAME_ANSWERS.items():
+            count = 3 if name == "pipelined" else 1
+            got = _exchange_answers(Path(threads.sock.getsockname()), raw, count)
+            want = _exchange_answers(Path(uvicorn.sock.getsockname()), raw, count)
+            assert got == want, f"{name}: {got[:300]!r} != {want[:300]!r}"
+            assert got.startswith(b"HTTP/1.1 "), name
+
+
+def test_garbage_and_oversized_headers_get_the_fronts_own_answers(
+    unix: tuple[Path, Listener],
+) -> None:
+    path, _ = unix
+    assert _exchange(path, b"\x00\x01\x02 not http at all\r\n\r\n") == BAD_REQUEST
+    assert _exchange(path, b"GET / HTTP/1.1\r\nX: " + b"a" * 100_000) == HEADERS_TOO_LARGE
+    assert _healthy(path)
+
+
+# --------------------------------------------------------------------------- slow and partial
+
+
+@pytest.mark.parametrize("unix", [{"header_timeout_s": 0.5}], indirect=True)
+def test_a_slowloris_is_cut_off_but_a_request_sent_a_byte_at_a_time_in_time_is_answered(
+    unix: tuple[Path, Listener],
+) -> None:
+    path, _ = unix
+    slow = _connect(path)
+    for byte in HEALTH[:10]:  # never finishing its headers
+        slow.sendall(bytes([byte]))
+    assert _closed(slow)
+    patient = _connect(path)
+    for byte in HEALTH:  # every byte its own segment, all within the deadline
+        patient.sendall(bytes([byte]))
+    assert patient.recv(65536).startswith(b"HTTP/1.1 200")
+    patient.close()
+
+
+@pytest.mark.parametrize("unix", [{"header_timeout_s": 0.5}], indirect=True)
+def test_a_pipelined_request_left_half_sent_after_an_answer_is_cut_off(
+    unix: tuple[Path, Listener],
+) -> None:
+    path, _ = unix
+    sock = _connect(path)
+    sock.sendall(HEALTH + b"GET /hea")  # the second request never finishes
+    assert _closed(sock)
+    assert _healthy(path)
+
+
+def test_a_body_shorter_than_its_length_then_a_close_runs_nothing(
+    unix: tuple[Path, Listener],
+) -> None:
+    path, _ = unix
+    body = json.dumps({"workspace": "/"}).encode()
+    raw = b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n" + body
+    assert _exchange(path, raw, half_close=True) == b""
+    assert _sessions(path) == ["default"]
+
+
+def test_a_body_sent_in_full_before_a_half_close_is_answered(
+    unix: tuple[Path, Listener], tmp_path: Path
+) -> None:
+    path, _ = unix
+    body = json.dumps({"workspace": str(tmp_path)}).encode()
+    raw = b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+    answer = _exchange(path, raw + body, half_close=True)
+    assert answer.startswith(b"HTTP/1.1 201")
+    assert len(_sessions(path)) == 2
+
+
+def test_a_refused_body_is_read_and_dropped_and_the_connection_serves_on(
+    unix: tuple[Path, Listener],
+) -> None:
+    path, _ = unix
+    sock = _connect(path)
+    big = b" " * (MAX_PAYLOAD * 4)
+    sock.sendall(b"POST /v1/events/stop HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                 % len(big))  # fmt: skip
+    first = sock.recv(65536)  # answered from the headers alone, before the body is sent
+    assert first.startswith(b"HTTP/1.1 413") and b"payload-too-large" in first
+    sock.sendall(big + HEALTH)
+    assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+    sock.close()
+
+
+# --------------------------------------------------------------------------- connections
+
+
+@pytest.mark.parametrize("unix", [{"keepalive_max_requests": 2}], indirect=True)
+def test_pipelined_requests_past_the_keep_alive_cap_are_not_answered(
+    unix: tuple[Path, Listener],
+) -> None:
+    path, _ = unix
+    answers = _exchange(path, HEALTH * 4)
+    assert [status for status, _ in _answers(answers)] == [200, 200]
+    assert answers.rpartition(b"HTTP/1.1 200")[2].lower().count(b"connection: close") == 1
+
+
+def test_pipelined_requests_are_answered_in_order(unix: tuple[Path, Listener]) -> None:
+    path, _ = unix
+    raw = (
+        HEALTH
+        + b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n{"
+        + b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n"
+        + b"GET /v1/sessions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    got = _answers(_exchange(path, raw))
+    assert [status for status, _ in got] == [200, 400, 404, 200]
+    assert json.loads(got[3][1])["sessions"][0]["session"] == "default"
+
+
+@pytest.mark.parametrize("unix", [{"max_concurrent_events": 4}], indirect=True)
+def test_an_idle_crowd_costs_no_threads(unix: tuple[Path, Listener]) -> None:
+    path, listener = unix
+    server = listener.server
+    assert isinstance(server, ThreadServer)
+    crowd = [_connect(path) for _ in range(300)]
+    try:
+        for sock in crowd[::2]:
+            sock.sendall(b"G")  # a request begun, never finished
+        assert _until(lambda: len(listener.book) == 300)
+        assert _healthy(path)
+        # threads are bounded by the events that may run, not by the connections
+        assert server.threads <= 4 + SPARE_THREADS, f"{server.threads} threads for 300"
+        assert sum(_open(sock) for sock in crowd) == 300, "the crowd is held"
+    finally:
+        for sock in crowd:
+            sock.close()
+    assert _until(lambda: len(listener.book) == 0), "closed connections are forgotten"
+
+
+@pytest.mark.parametrize("unix", [{"max_connections": 3}], indirect=True)
+def test_at_the_cap_the_longest_idle_goes_and_busy_ones_stay(
+    unix: tuple[Path, Listener],
+) -> None:
+    path, listener = unix
+    busy = [_connect(path) for _ in range(2)]
+    for sock in busy:
+        sock.sendall(b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n")
+    idle = _connect(path)
+    assert _until(lambda: len(listener.book.busy) == 2 and len(listener.book) == 3)
+    assert _healthy(path), "the newcomer took the idle connection's place"
+    assert _closed(idle)
+    for sock in busy:
+        sock.sendall(b"[]")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 400"), "busy connections are kept"
+        sock.close()
+    assert listener.book.evicted >= 1
+
+
+def test_closing_the_front_closes_idle_connections(tmp_path: Path) -> None:
+    with _front(tmp_path) as listener:
+        path = Path(listener.sock.getsockname())
+        idle = _connect(path)
+        assert _until(lambda: len(listener.book) == 1)
+    assert _closed(idle)
+    assert not path.exists() or not _connects(path)
+
+
+def _open(sock: socket.socket) -> bool:
+    sock.setblocking(False)
+    try:
+        return sock.recv(1) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        sock.settimeout(30)
+
+
+def _connects(path: Path) -> bool:
+    try:
+        _connect(path).close()
+    except OSError:
+        return False
+    return True

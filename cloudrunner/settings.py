@@ -43,13 +43,13 @@ class _Section(BaseModel):
 
 
 def _digest(value: str) -> str:
-    from cloudrunner.pinning import normalise
+    from cloudrunner.sources import normalise
 
     return normalise(value)
 
 
 def _digest_glob(value: str) -> str:
-    from cloudrunner.pinning import check_glob
+    from cloudrunner.sources import check_glob
 
     return check_glob(value)
 

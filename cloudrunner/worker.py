@@ -40,8 +40,7 @@ from cloudrunner.refusals import ErrorCode
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.session_pool import SessionPool
 from cloudrunner.settings import Settings
-from cloudrunner.source_settings import source_settings
-from cloudrunner.sources import SourceSet, load_sources
+from cloudrunner.sources import SourceSet, load_sources, source_settings
 
 __all__ = [
     "AUDIT_UNWRITABLE_EXIT",

@@ -55,8 +55,7 @@ from cloudrunner.refusals import ErrorCode
 from cloudrunner.replay import record_event
 from cloudrunner.sandbox.base import HOOK_HOME, Sandbox
 from cloudrunner.settings import Settings
-from cloudrunner.source_settings import source_settings
-from cloudrunner.sources import SourceSet, load_sources
+from cloudrunner.sources import SourceSet, load_sources, source_settings
 
 
 @dataclass(frozen=True)

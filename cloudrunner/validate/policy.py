@@ -8,12 +8,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cloudrunner import pinning
 from cloudrunner.egress.rules import domain_pattern
 from cloudrunner.protocol.config import HookEntry
 from cloudrunner.protocol.diagnostics import Diagnostic, error, info, warning
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.settings import Settings
+from cloudrunner.sources import DigestError, compute
 
 
 @dataclass(frozen=True)
@@ -116,11 +116,9 @@ def source_diagnostics(
     if kind is not SourceKind.PROJECT or repository is None or approved is None:
         return out  # not pinned: the digest is `cloudrunner hooks digest`'s to print
     try:
-        computed = pinning.compute(
-            repository, data, extra_paths=settings.sources.project_digest_paths
-        )
+        computed = compute(repository, data, extra_paths=settings.sources.project_digest_paths)
         digest = computed.digest
-    except pinning.DigestError as exc:
+    except DigestError as exc:
         return [*out, error("project-digest-failed", exc.message, file=file)]
     if computed.unseen:
         out.append(

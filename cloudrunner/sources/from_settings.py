@@ -5,10 +5,13 @@ sources)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cloudrunner.protocol.profiles import Profile, SourceKind
-from cloudrunner.settings import Settings
-from cloudrunner.sources import SourceSettings
+from cloudrunner.sources.loaded import SourceSettings
+
+if TYPE_CHECKING:  # the settings import this package (pinning checks their globs)
+    from cloudrunner.settings import Settings
 
 
 def source_settings(settings: Settings, root: Path | None, trusted: bool = True) -> SourceSettings:

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple, NoReturn
 
 import structlog
 
-from cloudrunner import hook_env, ownership, workspace
+from cloudrunner import hook_env, workspace
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind
 from cloudrunner.audit.records import Entry
 from cloudrunner.egress.credentials import RunAttribution
@@ -56,6 +56,7 @@ from cloudrunner.replay import record_event
 from cloudrunner.sandbox.base import HOOK_HOME, Sandbox
 from cloudrunner.settings import Settings
 from cloudrunner.sources import SourceSet, load_sources, source_settings
+from cloudrunner.workspace import ownership
 
 
 @dataclass(frozen=True)

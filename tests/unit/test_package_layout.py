@@ -13,7 +13,7 @@ import cloudrunner
 
 PACKAGE = Path(cloudrunner.__file__).parent
 #: the sub-packages whose public names their `__init__` exports
-PACKAGES = ("client", "images", "replay", "shell", "sources", "validate", "vm")
+PACKAGES = ("client", "images", "replay", "shell", "sources", "validate", "vm", "workspace")
 #: module names said twice before the event path's modules move (issue 36 removes these);
 #: the check is that no new one appears
 KNOWN_TWICE = frozenset({
@@ -43,6 +43,20 @@ def _imports(path: Path) -> list[str]:
     return found
 
 
+def _exported(init: Path) -> list[str]:
+    """The names of the `__all__` list of a package's `__init__`."""
+    tree = ast.parse(init.read_text())
+    return [
+        element.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+        and isinstance(node.value, ast.List)
+        for element in node.value.elts
+        if isinstance(element, ast.Constant) and isinstance(element.value, str)
+    ]
+
+
 def test_no_module_name_is_said_twice_outside_the_commands() -> None:
     names = Counter(p.name for p in _modules() if p.parent.name != "commands")
     twice = {name for name, count in names.items() if count > 1} - {"__init__.py"}
@@ -54,8 +68,11 @@ def test_callers_outside_a_package_import_its_init(name: str) -> None:
     folder = PACKAGE / name
     inner = {_dotted(p) for p in folder.glob("*.py") if p.name != "__init__.py"}
     assert inner, f"{folder} holds no module"
-    #: a submodule imported only when needed, through the package (`from PKG import sub`)
-    lazy = {"cloudrunner.client.no_daemon"}
+    #: a submodule imported only when needed, through the package (`from PKG import sub`),
+    #: and the submodules the `__init__` itself exports as modules (its `__all__` names them)
+    lazy = {"cloudrunner.client.no_daemon"} | {
+        f"cloudrunner.{name}.{exported}" for exported in _exported(folder / "__init__.py")
+    }
     reached = {
         (str(path.relative_to(PACKAGE.parent)), imported)
         for path in _modules()

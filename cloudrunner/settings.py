@@ -220,7 +220,7 @@ class SandboxSettings(SandboxProfile):
 
 
 def _env_entry(value: str) -> str:
-    from cloudrunner.hook_env import check_entry
+    from cloudrunner.event.hook_env import check_entry
 
     return check_entry(value)
 
@@ -230,7 +230,7 @@ EnvEntries = Annotated[list[Annotated[str, AfterValidator(_env_entry)]], Field(m
 
 class HookEnvSettings(_Section):
     """Variables of the daemon's own environment passed to each source's hooks (see
-    `cloudrunner.hook_env`): exact names, or prefixes ending in `*`; a name that looks like
+    `cloudrunner.event.hook_env`): exact names, or prefixes ending in `*`; a name that looks like
     a credential passes only when listed by its exact name."""
 
     enterprise: EnvEntries = Field(default_factory=list)

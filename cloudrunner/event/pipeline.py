@@ -26,14 +26,14 @@ from typing import Any, NamedTuple, NoReturn
 
 import structlog
 
-from cloudrunner import hook_env, workspace
+from cloudrunner import workspace
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind
 from cloudrunner.audit.records import Entry
 from cloudrunner.egress.credentials import RunAttribution
 from cloudrunner.egress.manager import Egress
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.event import hook_env, records, transcript
 from cloudrunner.event import intake as intake_stage
-from cloudrunner.event import records, transcript
 from cloudrunner.event.environments import EnvironmentImages
 from cloudrunner.event.errors import EventNotRecorded, PayloadRefused, Refusal
 from cloudrunner.event.homes import Home, Homes

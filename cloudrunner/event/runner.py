@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cloudrunner.event import transcript
-from cloudrunner.hook_env import Passed
+from cloudrunner.event.hook_env import Passed
 from cloudrunner.protocol import sandbox_causes
 from cloudrunner.protocol.claude_io import claude_stdin, wants_last_message
 from cloudrunner.protocol.merge import run_tiers

@@ -8,7 +8,8 @@ project, user, claude_code), kinds (the registry: every kind's loader, in priori
 loading (`load_sources` and the `SourceSet` it gives, remembered by every glance its loaders
 took),
 pinning (the digest of a repository's hooks that an operator approves), from_settings (the
-`SourceSettings` of a worker's settings).
+`SourceSettings` of a worker's settings), self_calls (operator's hooks that would call the
+daemon's own client, refused before it starts).
 """
 
 from cloudrunner.sources.files import (
@@ -41,6 +42,7 @@ from cloudrunner.sources.pinning import (
     compute,
     normalise,
 )
+from cloudrunner.sources.self_calls import calls_client, client_calls, self_call_problem
 
 __all__ = [
     "DEFAULT_ENTERPRISE_PATH",
@@ -61,12 +63,15 @@ __all__ = [
     "SourceSet",
     "SourceSettings",
     "SourceStatus",
+    "calls_client",
     "check_glob",
+    "client_calls",
     "compute",
     "forget_loaded_sources",
     "load_sources",
     "normalise",
     "read_hooks_bytes",
+    "self_call_problem",
     "skip_reason",
     "source_settings",
 ]

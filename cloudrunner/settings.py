@@ -356,7 +356,7 @@ ENV_KEYS: dict[str, str] = {
 def managed_path_inside(path: Path, workspace: Path) -> bool:
     """Whether an operator's hooks path (a file or directory, symlinks followed) lies in
     the workspace: then the repository, not the operator, would choose those hooks."""
-    from cloudrunner.repo_files import inside
+    from cloudrunner.workspace import inside
 
     real = os.path.realpath(path)
     return inside(real, os.path.realpath(workspace))

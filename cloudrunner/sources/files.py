@@ -40,8 +40,8 @@ from cloudrunner.protocol.config import HookEntry, HooksFile, ParseResult, parse
 from cloudrunner.protocol.diagnostics import Diagnostic, error, info
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.profiles import Profile, SourceKind
-from cloudrunner.repo_files import RepoFileRefused, read_inside, real_path
 from cloudrunner.sources.loaded import MAX_HOOKS_FILE_BYTES, LoadedSource, SourceStatus
+from cloudrunner.workspace import RepoFileRefused, read_inside, real_path
 
 T = TypeVar("T")
 

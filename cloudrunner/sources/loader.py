@@ -14,9 +14,9 @@ from typing import Protocol
 from cloudrunner.protocol.claude_mapping import ClaudeOrigin
 from cloudrunner.protocol.diagnostics import error, info
 from cloudrunner.protocol.profiles import SourceKind
-from cloudrunner.repo_files import inside, real_path
 from cloudrunner.sources.files import seen
 from cloudrunner.sources.loaded import LoadedSource, SourceSettings, SourceStatus, not_loaded
+from cloudrunner.workspace import inside, real_path
 
 
 class SourceLoader(Protocol):

@@ -25,12 +25,12 @@ from cloudrunner.protocol.diagnostics import Diagnostic, Severity, error, info, 
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.jsonpos import PositionIndex
 from cloudrunner.protocol.profiles import Profile, SourceKind
-from cloudrunner.repo_files import resolves_inside
 from cloudrunner.settings import Settings
 from cloudrunner.sources import HOOKS_FILE_NAME, HooksFileRefused, read_hooks_bytes, skip_reason
 from cloudrunner.validate import checks as validate_checks
 from cloudrunner.validate import policy as validate_policy
 from cloudrunner.validate.image_programs import ImagePrograms
+from cloudrunner.workspace import resolves_inside
 
 
 @dataclass(frozen=True)

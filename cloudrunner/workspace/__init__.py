@@ -4,7 +4,8 @@ checkout (the `Workspace` and the errors of getting one), clone (a repository fe
 ref), adopt (an existing checkout taken in place; the checks of a root), head (the commit
 checked out now, read from the git directory's files and remembered), locations (repository
 URLs and paths, redacted for records), git_credentials (where a clone's secret comes from),
-git_process (git's environment and its failures as one-line errors), match (the payload's
+git_process (git's environment and its failures as one-line errors), repo_files (reading a
+file of an untrusted repository: only what resolves inside it), match (the payload's
 workspace_roots against the configured root), ownership (granting the hooks' users access
 to a checkout), acl (POSIX ACLs as bytes). ownership, acl and match are used as modules.
 """
@@ -25,6 +26,14 @@ from cloudrunner.workspace.git_credentials import DEFAULT_USERNAME, Credentials
 from cloudrunner.workspace.head import head_commit
 from cloudrunner.workspace.locations import LocationKind, classify_source, redact_url
 from cloudrunner.workspace.ownership import AccessReport, WorkspaceAccessError, grant_workspace
+from cloudrunner.workspace.repo_files import (
+    RepoFileRefused,
+    inside,
+    open_inside,
+    read_inside,
+    real_path,
+    resolves_inside,
+)
 
 __all__ = [
     "DEFAULT_GIT_TIMEOUT",
@@ -35,6 +44,7 @@ __all__ = [
     "LocationKind",
     "RefKind",
     "RefNotFound",
+    "RepoFileRefused",
     "RepositoryNotFound",
     "Strategy",
     "Workspace",
@@ -47,8 +57,13 @@ __all__ = [
     "clone",
     "grant_workspace",
     "head_commit",
+    "inside",
     "match",
+    "open_inside",
     "ownership",
+    "read_inside",
+    "real_path",
     "redact_url",
     "resolve_root",
+    "resolves_inside",
 ]

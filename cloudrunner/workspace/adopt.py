@@ -10,10 +10,10 @@ from pathlib import Path
 import git
 import git.exc
 
-from cloudrunner.repo_files import real_path
 from cloudrunner.workspace.checkout import Workspace, WorkspaceError
 from cloudrunner.workspace.git_process import config_env, git_said
 from cloudrunner.workspace.locations import redact_url
+from cloudrunner.workspace.repo_files import real_path
 
 
 def adopt(path: Path, *, trust_project_hooks: bool = True) -> Workspace:

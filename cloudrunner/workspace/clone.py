@@ -8,7 +8,6 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from cloudrunner.repo_files import real_path
 from cloudrunner.workspace.checkout import (
     AuthenticationRequired,
     RefKind,
@@ -20,6 +19,7 @@ from cloudrunner.workspace.checkout import (
 from cloudrunner.workspace.git_credentials import Credentials
 from cloudrunner.workspace.git_process import GitAccess, GitRunner, git_access
 from cloudrunner.workspace.locations import GitSource, parse_source
+from cloudrunner.workspace.repo_files import real_path
 
 DEFAULT_GIT_TIMEOUT = 600.0
 _HEX = re.compile(r"[0-9a-fA-F]{4,40}")

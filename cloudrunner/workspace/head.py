@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from cloudrunner.memo import BoundedMemo
-from cloudrunner.repo_files import RepoFileRefused, read_inside
 from cloudrunner.workspace.checkout import Workspace
+from cloudrunner.workspace.repo_files import RepoFileRefused, read_inside
 
 _SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 

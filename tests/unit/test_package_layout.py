@@ -98,6 +98,17 @@ def test_each_package_exports_its_public_names(name: str) -> None:
     assert ast.get_docstring(tree), f"cloudrunner/{name}/__init__.py says nothing of itself"
 
 
+#: the most modules directly under cloudrunner/, its own __init__ and __main__ aside (issue 36)
+MAX_TOP_LEVEL_MODULES = 12
+
+
+def test_the_package_top_holds_at_most_twelve_modules() -> None:
+    top = sorted(
+        p.name for p in PACKAGE.glob("*.py") if p.name not in {"__init__.py", "__main__.py"}
+    )
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+
+
 def test_only_cli_imports_the_command_layer() -> None:
     above = {PACKAGE / "cli.py"}
     importers = {

@@ -11,7 +11,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import tomli_w
 from pydantic import (
@@ -25,8 +25,17 @@ from pydantic import (
 
 from cloudrunner.egress.rules import EgressSettings
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.protocol.profiles import MANAGED_NAMES, SOURCE_NAMES, SourceKindName
+from cloudrunner.protocol.profiles import (
+    MANAGED_NAMES,
+    SOURCE_NAMES,
+    Profile,
+    SourceKind,
+    SourceKindName,
+)
 from cloudrunner.sandbox.limits import MIB, ByteSize, SandboxProfile
+
+if TYPE_CHECKING:
+    from cloudrunner.sources import SourceSettings
 
 DEFAULT_CONFIG_PATHS = (Path("/etc/cloudrunner/config.toml"),)
 DEFAULT_STATE_DIR = Path("/var/lib/cloudrunner")
@@ -552,3 +561,25 @@ def default_toml() -> str:
     ]
     values = Settings().model_dump(mode="json")
     return "\n".join(header + _commented(Settings, values, "")) + "\n"
+
+
+def source_settings(settings: Settings, root: Path | None, trusted: bool = True) -> SourceSettings:
+    """The sources of `settings` for the workspace `root` (None: the operator's alone);
+    `trusted` False when the workspace's own trust withholds its project hooks. Here, not in
+    the sources package, so that the sources never import the settings."""
+    from cloudrunner.sources import SourceSettings
+
+    sources = settings.sources
+    digests = sources.project_digests
+    return SourceSettings(
+        workspace=root,
+        profile=Profile(settings.profile),
+        enterprise_path=sources.enterprise_hooks,
+        team_path=sources.team_hooks,
+        user_home=sources.user_home,
+        trust_workspace=sources.trust_project_hooks and trusted,
+        allowed=frozenset(SourceKind(k) for k in sources.allowed),
+        project_digests=None if digests is None else frozenset(digests),
+        project_digest_paths=tuple(sources.project_digest_paths),
+        claude_code=sources.claude_code,
+    )

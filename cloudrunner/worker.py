@@ -39,8 +39,8 @@ from cloudrunner.protocol.profiles import Profile
 from cloudrunner.refusals import ErrorCode
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.session_pool import SessionPool
-from cloudrunner.settings import Settings
-from cloudrunner.sources import SourceSet, load_sources, source_settings
+from cloudrunner.settings import Settings, source_settings
+from cloudrunner.sources import SourceSet, load_sources
 
 __all__ = [
     "AUDIT_UNWRITABLE_EXIT",

@@ -54,8 +54,8 @@ from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.refusals import ErrorCode
 from cloudrunner.replay import record_event
 from cloudrunner.sandbox.base import HOOK_HOME, Sandbox
-from cloudrunner.settings import Settings
-from cloudrunner.sources import SourceSet, load_sources, source_settings
+from cloudrunner.settings import Settings, source_settings
+from cloudrunner.sources import SourceSet, load_sources
 from cloudrunner.workspace import ownership
 
 

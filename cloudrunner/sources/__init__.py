@@ -7,9 +7,8 @@ interface each kind fills, and what loaders share), one module per kind (enterpr
 project, user, claude_code), kinds (the registry: every kind's loader, in priority order),
 loading (`load_sources` and the `SourceSet` it gives, remembered by every glance its loaders
 took),
-pinning (the digest of a repository's hooks that an operator approves), from_settings (the
-`SourceSettings` of a worker's settings), self_calls (operator's hooks that would call the
-daemon's own client, refused before it starts).
+pinning (the digest of a repository's hooks that an operator approves). Nothing here
+imports the settings: `settings.source_settings` makes a `SourceSettings` of them.
 """
 
 from cloudrunner.sources.files import (
@@ -21,7 +20,6 @@ from cloudrunner.sources.files import (
     read_hooks_bytes,
     skip_reason,
 )
-from cloudrunner.sources.from_settings import source_settings
 from cloudrunner.sources.kinds import LOADERS
 from cloudrunner.sources.loaded import (
     DEFAULT_ENTERPRISE_PATH,
@@ -42,7 +40,6 @@ from cloudrunner.sources.pinning import (
     compute,
     normalise,
 )
-from cloudrunner.sources.self_calls import calls_client, client_calls, self_call_problem
 
 __all__ = [
     "DEFAULT_ENTERPRISE_PATH",
@@ -63,15 +60,11 @@ __all__ = [
     "SourceSet",
     "SourceSettings",
     "SourceStatus",
-    "calls_client",
     "check_glob",
-    "client_calls",
     "compute",
     "forget_loaded_sources",
     "load_sources",
     "normalise",
     "read_hooks_bytes",
-    "self_call_problem",
     "skip_reason",
-    "source_settings",
 ]

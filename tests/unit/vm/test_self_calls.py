@@ -1,5 +1,5 @@
-"""A daemon never loads hooks that call its own client (cloudrunner/sources/self_calls.py):
-the agent's hooks file found where the fleet's hooks should be, and hostile files there."""
+"""A daemon never loads hooks that call its own client (cloudrunner/vm/self_calls.py): the
+agent's hooks file found where the fleet's hooks should be, and hostile files there."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cloudrunner.settings import load_settings
-from cloudrunner.sources.self_calls import calls_client, client_calls, self_call_problem
+from cloudrunner.vm.self_calls import calls_client, client_calls, self_call_problem
 
 AGENT_FILE = {
     "version": 1,

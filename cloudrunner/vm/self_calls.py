@@ -11,10 +11,8 @@ import shlex
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the settings import this package (pinning checks their globs)
-    from cloudrunner.settings import Settings
+from cloudrunner.settings import Settings
 
 #: the per-event clients' file names; each takes `hook EVENT`
 CLIENT_NAMES = ("cloudrunner-hook", "cloudrunner")

@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cloudrunner.protocol.claude_config import compile_claude_matcher, parse_claude_settings
-from cloudrunner.protocol.claude_io import (
-    classify_claude,
-    claude_input,
+from cloudrunner.protocol.claude_io import classify_claude, claude_input, translate_answer
+from cloudrunner.protocol.claude_mapping import (
+    CLAUDE_EVENTS,
+    ClaudeOrigin,
     claude_match,
-    translate_answer,
+    claude_tool_name,
 )
-from cloudrunner.protocol.claude_mapping import CLAUDE_EVENTS, ClaudeOrigin, claude_tool_name
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.plan import build_plan

@@ -52,7 +52,7 @@ from cloudrunner.protocol.merge import merge
 from cloudrunner.protocol.plan import Plan, build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.refusals import ErrorCode
-from cloudrunner.replay import record_event
+from cloudrunner.replay.recording import record_event
 from cloudrunner.sandbox.base import HOOK_HOME, Sandbox
 from cloudrunner.settings import Settings, source_settings
 from cloudrunner.sources import SourceSet, load_sources

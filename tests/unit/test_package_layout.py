@@ -139,3 +139,40 @@ def test_the_commands_import_one_another_without_a_circle() -> None:
 
     for name in sorted(edges):
         visit(name, ())
+
+
+def _module_edges() -> dict[str, set[str]]:
+    """Each module of the package and the modules of the package it imports: anywhere in it
+    (a function's body, a type-checking block), `from PKG import sub` counting as `sub`."""
+    modules = {_dotted(p): p for p in _modules()}
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                subs = {f"{node.module}.{a.name}" for a in node.names} & modules.keys()
+                found.update(subs)
+                if len(subs) < len(node.names):
+                    found.add(node.module)
+        edges[name] = (found & modules.keys()) - {name}
+    return edges
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    """No import circle anywhere in the package (issue 36 found claude_io -> plan -> results
+    -> ..., errors <-> events, settings <-> sources and pipeline -> replay -> worker)."""
+    edges = _module_edges()
+    done: set[str] = set()
+
+    def visit(name: str, trail: tuple[str, ...]) -> None:
+        assert name not in trail, " -> ".join((*trail[trail.index(name) :], name))
+        if name in done:
+            return
+        for target in sorted(edges[name]):
+            visit(target, (*trail, name))
+        done.add(name)
+
+    for name in sorted(edges):
+        visit(name, ())

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cloudrunner.protocol.claude_mapping import ClaudeOrigin
+from cloudrunner.protocol.diagnostic_codes import DiagnosticCode
 from cloudrunner.protocol.diagnostics import Diagnostic, info
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.sources.files import home, load_file, seen
@@ -39,7 +40,7 @@ def _claude_project(settings: SourceSettings, origin: ClaudeOrigin) -> LoadedSou
         if not seen(os.path.lexists, path):
             return None
         note = info(
-            "claude-code-off",
+            DiagnosticCode.CLAUDE_CODE_OFF,
             f"{path} holds Claude Code settings and is not loaded: sources.claude_code is off "
             "(turn it on to run its hooks, as Cursor's Third Party Hooks setting does)",
             file=str(path),
@@ -49,7 +50,7 @@ def _claude_project(settings: SourceSettings, origin: ClaudeOrigin) -> LoadedSou
         return replace(not_allowed(SourceKind.PROJECT, settings, origin=origin), path=path)
     if not settings.trust_workspace:
         note = info(
-            "untrusted-workspace",
+            DiagnosticCode.UNTRUSTED_WORKSPACE,
             f"workspace {workspace} is not trusted, so its Claude Code hooks are not loaded",
             file=str(path),
         )
@@ -73,7 +74,7 @@ def _claude_user(settings: SourceSettings) -> LoadedSource | None:
     path = user_home / origin.relative
     if not settings.profile.loads_user_hooks:
         note = info(
-            "source-skipped",
+            DiagnosticCode.SOURCE_SKIPPED,
             "Claude Code user hooks are not loaded in the cloud profile "
             "(a cloud VM has no user home config)",
             file=str(path),

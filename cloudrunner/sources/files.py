@@ -37,6 +37,7 @@ from cloudrunner.memo import BoundedMemo
 from cloudrunner.protocol.claude_config import parse_claude_settings
 from cloudrunner.protocol.claude_mapping import ClaudeOrigin
 from cloudrunner.protocol.config import HookEntry, HooksFile, ParseResult, parse_hooks_file
+from cloudrunner.protocol.diagnostic_codes import DiagnosticCode
 from cloudrunner.protocol.diagnostics import Diagnostic, error, info
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.profiles import Profile, SourceKind
@@ -130,7 +131,7 @@ def read_hooks_bytes(path: Path, root: Path) -> bytes:
         return read_inside(path, root, max_bytes=MAX_HOOKS_FILE_BYTES, limit="1 MiB")
     except RepoFileRefused as exc:
         message = exc.message
-        if exc.code == "too-large":
+        if exc.code == DiagnosticCode.TOO_LARGE:
             message += " for hooks files"
         raise HooksFileRefused(exc.code, message) from None
 
@@ -171,7 +172,7 @@ def _filter(
             else:
                 notes.append(
                     info(
-                        "hook-skipped",
+                        DiagnosticCode.HOOK_SKIPPED,
                         f"hook not loaded: {reason}",
                         file=file,
                         pointer=entry.pointer,
@@ -309,7 +310,7 @@ def _read_file(
     if parsed.config is None:
         diagnostics.append(
             error(
-                "source-disabled",
+                DiagnosticCode.SOURCE_DISABLED,
                 f"the {kind} source is not loaded because its file has errors; "
                 "other sources still run",
                 file=file,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from cloudrunner.protocol.claude_mapping import ClaudeOrigin
+from cloudrunner.protocol.diagnostic_codes import DiagnosticCode
 from cloudrunner.protocol.diagnostics import error, info
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.sources.files import seen
@@ -41,7 +42,7 @@ def not_allowed(
         None,
         SourceStatus.SKIPPED,
         info(
-            "source-not-allowed",
+            DiagnosticCode.SOURCE_NOT_ALLOWED,
             f"{what} hooks are not loaded: the operator allows only these sources "
             f"(sources.allowed): {allowed}",
         ),
@@ -66,6 +67,7 @@ def managed_refusal(kind: SourceKind, path: Path, settings: SourceSettings) -> L
         )
     if not problem:
         return None
-    note = error("managed-path-refused", f"the {kind} hooks path {path} {problem}; the {kind} "
-                 "source is not loaded", file=str(path))  # fmt: skip
+    note = error(DiagnosticCode.MANAGED_PATH_REFUSED,
+                 f"the {kind} hooks path {path} {problem}; the {kind} source is not loaded",
+                 file=str(path))  # fmt: skip
     return LoadedSource(kind, path, None, SourceStatus.BROKEN, None, None, {}, (note,))

@@ -9,6 +9,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+from cloudrunner.protocol.diagnostic_codes import DiagnosticCode
 from cloudrunner.protocol.diagnostics import error, info
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.sources import files
@@ -38,7 +39,7 @@ def _project(settings: SourceSettings) -> LoadedSource:
             KIND,
             None,
             SourceStatus.ABSENT,
-            info("source-absent", "no workspace given, so there are no project hooks"),
+            info(DiagnosticCode.SOURCE_ABSENT, "no workspace given, so there are no project hooks"),
         )
     path = workspace / ".cursor" / HOOKS_FILE_NAME
     if not settings.trust_workspace:
@@ -47,7 +48,7 @@ def _project(settings: SourceSettings) -> LoadedSource:
             path,
             SourceStatus.SKIPPED,
             info(
-                "untrusted-workspace",
+                DiagnosticCode.UNTRUSTED_WORKSPACE,
                 f"workspace {workspace} is not trusted, so its project hooks are not loaded",
                 file=str(path),
             ),
@@ -76,7 +77,7 @@ def pinned(
         digest = computed.digest
     except (OSError, HooksFileRefused, pinning.DigestError) as exc:
         note = error(
-            "project-digest-failed",
+            DiagnosticCode.PROJECT_DIGEST_FAILED,
             f"the project hooks are pinned and their digest cannot be taken ({exc}); "
             "they are not loaded",
             file=file,
@@ -87,7 +88,7 @@ def pinned(
     version = digest.removeprefix(pinning.DIGEST_PREFIX)
     if not computed.approvable:  # fails closed: what it may run is not all covered
         note = error(
-            "project-digest-uncovered",
+            DiagnosticCode.PROJECT_DIGEST_UNCOVERED,
             "the project hooks are pinned and cannot be approved by their digest: "
             + "; ".join(hook.describe() for hook in computed.uncovered),
             file=file,
@@ -98,14 +99,14 @@ def pinned(
     if digest in approved:
         unseen = "; ".join(computed.unseen)
         note = info(
-            "project-approved",
+            DiagnosticCode.PROJECT_APPROVED,
             f"project hooks digest {digest} is approved"
             + (f" (it cannot see: {unseen})" if unseen else ""),
             file=file,
         )
         return replace(loaded, sha256=version, diagnostics=(*loaded.diagnostics, note))
     note = error(
-        "project-not-approved",
+        DiagnosticCode.PROJECT_NOT_APPROVED,
         f"the project hooks' digest {digest} is not in sources.project_digests, so they are "
         "not loaded; after reviewing the hooks file and its scripts, add that digest to "
         "approve them (`cloudrunner hooks digest DIR` prints it)",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from cloudrunner.protocol.diagnostic_codes import DiagnosticCode
 from cloudrunner.protocol.diagnostics import info
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.sources.files import load_file, seen
@@ -33,7 +34,7 @@ def _team(settings: SourceSettings) -> LoadedSource:
             None,
             SourceStatus.ABSENT,
             info(
-                "source-absent",
+                DiagnosticCode.SOURCE_ABSENT,
                 "no team hooks configured (the operator gives a managed hooks file or directory)",
             ),
         )

@@ -3,6 +3,7 @@ home config)."""
 
 from __future__ import annotations
 
+from cloudrunner.protocol.diagnostic_codes import DiagnosticCode
 from cloudrunner.protocol.diagnostics import info
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.sources.files import home, load_file, seen
@@ -33,7 +34,7 @@ def _user(settings: SourceSettings) -> LoadedSource:
             path,
             SourceStatus.SKIPPED,
             info(
-                "source-skipped",
+                DiagnosticCode.SOURCE_SKIPPED,
                 "user hooks are not loaded in the cloud profile "
                 "(a cloud VM has no user home config)",
                 file=str(path),

@@ -28,6 +28,7 @@ from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.profiles import (
     MANAGED_NAMES,
     SOURCE_NAMES,
+    UNMANAGED_SOURCES,
     Profile,
     SourceKind,
     SourceKindName,
@@ -212,7 +213,7 @@ class SandboxSettings(SandboxProfile):
     def _overrides_are_valid(self) -> SandboxSettings:
         for kind in self.per_source:
             profile = self.profile_for(kind)
-            if kind in ("project", "user") and profile.network != "none":
+            if kind in UNMANAGED_SOURCES and profile.network != "none":
                 raise ValueError(
                     f"per_source.{kind}.network: {kind} hooks get no network; "
                     "only enterprise and team hooks may be given one"

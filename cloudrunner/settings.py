@@ -11,7 +11,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import tomli_w
 from pydantic import (
@@ -25,8 +25,18 @@ from pydantic import (
 
 from cloudrunner.egress.rules import EgressSettings
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.protocol.profiles import MANAGED_NAMES, SOURCE_NAMES, SourceKindName
+from cloudrunner.protocol.profiles import (
+    MANAGED_NAMES,
+    SOURCE_NAMES,
+    UNMANAGED_SOURCES,
+    Profile,
+    SourceKind,
+    SourceKindName,
+)
 from cloudrunner.sandbox.limits import MIB, ByteSize, SandboxProfile
+
+if TYPE_CHECKING:
+    from cloudrunner.sources import SourceSettings
 
 DEFAULT_CONFIG_PATHS = (Path("/etc/cloudrunner/config.toml"),)
 DEFAULT_STATE_DIR = Path("/var/lib/cloudrunner")
@@ -43,13 +53,13 @@ class _Section(BaseModel):
 
 
 def _digest(value: str) -> str:
-    from cloudrunner.pinning import normalise
+    from cloudrunner.sources import normalise
 
     return normalise(value)
 
 
 def _digest_glob(value: str) -> str:
-    from cloudrunner.pinning import check_glob
+    from cloudrunner.sources import check_glob
 
     return check_glob(value)
 
@@ -206,7 +216,7 @@ class SandboxSettings(SandboxProfile):
     def _overrides_are_valid(self) -> SandboxSettings:
         for kind in self.per_source:
             profile = self.profile_for(kind)
-            if kind in ("project", "user") and profile.network != "none":
+            if kind in UNMANAGED_SOURCES and profile.network != "none":
                 raise ValueError(
                     f"per_source.{kind}.network: {kind} hooks get no network; "
                     "only enterprise and team hooks may be given one"
@@ -223,7 +233,7 @@ class SandboxSettings(SandboxProfile):
 
 
 def _env_entry(value: str) -> str:
-    from cloudrunner.hook_env import check_entry
+    from cloudrunner.event.hook_env import check_entry
 
     return check_entry(value)
 
@@ -233,7 +243,7 @@ EnvEntries = Annotated[list[Annotated[str, AfterValidator(_env_entry)]], Field(m
 
 class HookEnvSettings(_Section):
     """Variables of the daemon's own environment passed to each source's hooks (see
-    `cloudrunner.hook_env`): exact names, or prefixes ending in `*`; a name that looks like
+    `cloudrunner.event.hook_env`): exact names, or prefixes ending in `*`; a name that looks like
     a credential passes only when listed by its exact name."""
 
     enterprise: EnvEntries = Field(default_factory=list)
@@ -359,7 +369,7 @@ ENV_KEYS: dict[str, str] = {
 def managed_path_inside(path: Path, workspace: Path) -> bool:
     """Whether an operator's hooks path (a file or directory, symlinks followed) lies in
     the workspace: then the repository, not the operator, would choose those hooks."""
-    from cloudrunner.repo_files import inside
+    from cloudrunner.workspace import inside
 
     real = os.path.realpath(path)
     return inside(real, os.path.realpath(workspace))
@@ -555,3 +565,25 @@ def default_toml() -> str:
     ]
     values = Settings().model_dump(mode="json")
     return "\n".join(header + _commented(Settings, values, "")) + "\n"
+
+
+def source_settings(settings: Settings, root: Path | None, trusted: bool = True) -> SourceSettings:
+    """The sources of `settings` for the workspace `root` (None: the operator's alone);
+    `trusted` False when the workspace's own trust withholds its project hooks. Here, not in
+    the sources package, so that the sources never import the settings."""
+    from cloudrunner.sources import SourceSettings
+
+    sources = settings.sources
+    digests = sources.project_digests
+    return SourceSettings(
+        workspace=root,
+        profile=Profile(settings.profile),
+        enterprise_path=sources.enterprise_hooks,
+        team_path=sources.team_hooks,
+        user_home=sources.user_home,
+        trust_workspace=sources.trust_project_hooks and trusted,
+        allowed=frozenset(SourceKind(k) for k in sources.allowed),
+        project_digests=None if digests is None else frozenset(digests),
+        project_digest_paths=tuple(sources.project_digest_paths),
+        claude_code=sources.claude_code,
+    )

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import NoReturn
 
 import docker
-import structlog
 
 from cloudrunner import workspace
 from cloudrunner.audit import AuditWriter, TornAcknowledgement
@@ -35,12 +34,12 @@ from cloudrunner.event.profiles import SandboxProfiles
 from cloudrunner.event.sandboxes import EngineSandboxes, SandboxProvider
 from cloudrunner.event.session import SessionStore
 from cloudrunner.event.workspaces import Workspaces
+from cloudrunner.logs import get_logger
 from cloudrunner.protocol.profiles import Profile
 from cloudrunner.refusals import ErrorCode
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.session_pool import SessionPool
-from cloudrunner.settings import Settings
-from cloudrunner.source_settings import source_settings
+from cloudrunner.settings import Settings, source_settings
 from cloudrunner.sources import SourceSet, load_sources
 
 __all__ = [
@@ -168,4 +167,4 @@ def open_audit(settings: Settings) -> AuditWriter:
 
 def _report_torn(ack: TornAcknowledgement) -> None:
     # the operational log (stderr), never stdout: the agent's answer stays clean
-    structlog.get_logger("cloudrunner.worker").warning("audit-torn", problem=ack.message())
+    get_logger("cloudrunner.worker").warning("audit-torn", problem=ack.message())

@@ -32,10 +32,11 @@ def pages() -> dict[str, Callable[[], str]]:
 
 
 def fragments(docs: Path) -> dict[str, Callable[[], str]]:
-    from docsgen import audit_kinds, error_codes, performance
+    from docsgen import audit_kinds, diagnostic_codes, error_codes, performance
 
     return {
         "audit-kinds": audit_kinds.render,
+        "diagnostic-codes": diagnostic_codes.render,
         "error-codes": error_codes.render,
         **performance.fragments(docs),  # from the bench run committed beside the page
     }

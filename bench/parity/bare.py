@@ -18,7 +18,8 @@ from typing import Any
 from bench.parity.layout import HOST_PATH
 from cloudrunner.protocol.loops import InMemoryLoopCounterStore
 from cloudrunner.protocol.merge import merge, run_tiers
-from cloudrunner.protocol.plan import Plan, PlannedHook, build_plan
+from cloudrunner.protocol.plan import Plan, build_plan
+from cloudrunner.protocol.planned_hook import PlannedHook
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.protocol.results import Execution, ExecutionStatus
 from cloudrunner.sources import SourceSettings, load_sources

@@ -1,9 +1,9 @@
 """`cloudrunner hooks digest`: print the digest of a repository's project hooks, to approve
-in `sources.project_digests` (the digest itself is cloudrunner/pinning.py); `--files` lists
-what it covers and what it cannot see (a command built at run time, a line that cannot be
-parsed), which a reviewer must read by hand. A hook whose targets cannot be known from its
-command line makes the hooks unapprovable until a digest path covers every file it may run:
-the command says which hooks and why on stderr, and exits 1."""
+in `sources.project_digests` (the digest itself is cloudrunner/sources/pinning.py);
+`--files` lists what it covers and what it cannot see (a command built at run time, a line
+that cannot be parsed), which a reviewer must read by hand. A hook whose targets cannot be
+known from its command line makes the hooks unapprovable until a digest path covers every
+file it may run: the command says which hooks and why on stderr, and exits 1."""
 
 from __future__ import annotations
 
@@ -59,9 +59,14 @@ def add_digest_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def digest_command(args: argparse.Namespace) -> int:
-    from cloudrunner.pinning import DigestError, check_glob, compute
     from cloudrunner.settings import load_settings
-    from cloudrunner.sources import HooksFileRefused, read_hooks_bytes
+    from cloudrunner.sources import (
+        DigestError,
+        HooksFileRefused,
+        check_glob,
+        compute,
+        read_hooks_bytes,
+    )
 
     root: Path = args.directory
     if not root.is_dir():

@@ -141,7 +141,7 @@ def _say_workspace(settings: Settings) -> None:
 
 def command(args: argparse.Namespace) -> int:
     settings = settings_from(args, SERVE_FLAGS)
-    from cloudrunner.self_calls import self_call_problem
+    from cloudrunner.vm import self_call_problem
 
     problem = self_call_problem(settings)
     if problem is not None:

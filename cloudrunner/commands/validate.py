@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from cloudrunner.errors import ExitCode
+from cloudrunner.protocol.diagnostic_codes import DiagnosticCode
 from cloudrunner.protocol.diagnostics import Diagnostic, info
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.settings import load_settings
@@ -66,7 +67,9 @@ def validate_command(args: argparse.Namespace) -> int:
         overrides["sources.claude_code"] = True
     settings = load_settings(getattr(args, "config", None), overrides=overrides)
     if getattr(args, "no_image_check", False):
-        notes.append(info("image-check-skipped", "programs were not checked (--no-image-check)"))
+        notes.append(
+            info(DiagnosticCode.IMAGE_CHECK_SKIPPED, "programs were not checked (--no-image-check)")
+        )
     else:
         image = getattr(args, "image", None) or settings.sandbox.profile_for(args.source).image
         programs, notes = image_programs_for(image, settings.state_dir)

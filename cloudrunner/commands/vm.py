@@ -16,8 +16,8 @@ from cloudrunner import vm
 from cloudrunner.commands.run import SETTINGS_FLAGS, add_settings_flags, settings_from
 from cloudrunner.commands.serve import SERVE_FLAGS
 from cloudrunner.errors import ExitCode
-from cloudrunner.self_calls import self_call_problem
 from cloudrunner.sources import DEFAULT_ENTERPRISE_PATH
+from cloudrunner.vm import self_call_problem
 
 DEFAULT_AGENT_HOOKS = Path("/etc/cursor/hooks.json")
 DEFAULT_UNIT = Path("/etc/systemd/system/cloudrunner.service")

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.repo_files import real_path
+from cloudrunner.workspace import real_path
 
 GITCONFIG = ".gitconfig"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -26,14 +26,14 @@ from typing import Any, NamedTuple, NoReturn
 
 import structlog
 
-from cloudrunner import hook_env, ownership, workspace
+from cloudrunner import workspace
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind
 from cloudrunner.audit.records import Entry
 from cloudrunner.egress.credentials import RunAttribution
 from cloudrunner.egress.manager import Egress
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.event import hook_env, records, transcript
 from cloudrunner.event import intake as intake_stage
-from cloudrunner.event import records, transcript
 from cloudrunner.event.environments import EnvironmentImages
 from cloudrunner.event.errors import EventNotRecorded, PayloadRefused, Refusal
 from cloudrunner.event.homes import Home, Homes
@@ -52,11 +52,11 @@ from cloudrunner.protocol.merge import merge
 from cloudrunner.protocol.plan import Plan, build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.refusals import ErrorCode
-from cloudrunner.replay import record_event
+from cloudrunner.replay.recording import record_event
 from cloudrunner.sandbox.base import HOOK_HOME, Sandbox
-from cloudrunner.settings import Settings
-from cloudrunner.source_settings import source_settings
+from cloudrunner.settings import Settings, source_settings
 from cloudrunner.sources import SourceSet, load_sources
+from cloudrunner.workspace import ownership
 
 
 @dataclass(frozen=True)

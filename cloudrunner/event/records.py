@@ -7,7 +7,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from cloudrunner import ownership, workspace
+from cloudrunner import workspace
 from cloudrunner.audit import AuditWriter, RecordKind
 from cloudrunner.audit.pipeline import Cleaned
 from cloudrunner.audit.records import (
@@ -32,6 +32,7 @@ from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.sandbox.base import ExecResult
 from cloudrunner.sandbox.reaper import Orphan
 from cloudrunner.sources import LoadedSource, SourceSet, SourceStatus
+from cloudrunner.workspace import ownership
 
 
 def append(audit: AuditWriter, entry: Entry) -> None:

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cloudrunner.event import transcript
-from cloudrunner.hook_env import Passed
+from cloudrunner.event.hook_env import Passed
 from cloudrunner.protocol import sandbox_causes
 from cloudrunner.protocol.claude_io import claude_stdin, wants_last_message
 from cloudrunner.protocol.merge import run_tiers
 from cloudrunner.protocol.outcomes import Outcome
-from cloudrunner.protocol.plan import Plan, PlannedHook
+from cloudrunner.protocol.plan import Plan
+from cloudrunner.protocol.planned_hook import PlannedHook
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.protocol.results import Execution, ExecutionStatus, HookResult
 from cloudrunner.sandbox.base import ExecRequest, ExecResult, Sandbox

@@ -18,7 +18,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from cloudrunner.repo_files import real_path
+from cloudrunner.workspace import real_path
 
 _SYSTEM = ("/proc", "/sys", "/dev")
 

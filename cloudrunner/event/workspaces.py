@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from cloudrunner import ownership, workspace, workspace_match
+from cloudrunner import workspace
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.event import gate
 from cloudrunner.event.errors import Refusal
@@ -22,6 +22,8 @@ from cloudrunner.event.profiles import SandboxProfiles
 from cloudrunner.logs import get_logger
 from cloudrunner.refusals import ErrorCode
 from cloudrunner.settings import Settings
+from cloudrunner.workspace import match as workspace_match
+from cloudrunner.workspace import ownership
 
 _log = get_logger("cloudrunner.worker")
 

@@ -15,12 +15,14 @@ from cloudrunner.images.build import (
     EGRESS_PROXY_REPOSITORY,
     RECIPES,
     RUNTIME_REPOSITORY,
+    WORKER_REPOSITORY,
     BuildStep,
     ImageBuildError,
     Recipe,
     build_all,
     context_key,
     images_dir,
+    recipe_dir,
     recipes,
     version_labels,
 )
@@ -38,7 +40,7 @@ from cloudrunner.images.project_image import (
     load_environment,
     resolve_build,
 )
-from cloudrunner.images.worker_build import WORKER_REPOSITORY, build_worker, recipe_dir
+from cloudrunner.images.worker_build import build_worker
 
 __all__ = [
     "BASE_IMAGE",

@@ -62,6 +62,24 @@ PACKAGED_IMAGES = "_images"
 RECIPES = ("hook-runtime", "egress-proxy")
 
 
+WORKER_REPOSITORY = "cloudrunner/worker"
+#: the worker recipe's files, as the Dockerfile's build context names them
+RECIPE_FILES = ("Dockerfile", "pyproject.toml", "README.md", "hatch_build.py",
+                "launcher/cloudrunner")  # fmt: skip
+
+
+def recipe_dir() -> Path:
+    """Where the worker recipe is: shipped in the package, else the checkout's root."""
+    here = Path(__file__).resolve().parents[1]  # the cloudrunner package
+    for candidate in (here / PACKAGED_IMAGES / "worker", here.parent):
+        if all((candidate / name).is_file() for name in RECIPE_FILES):
+            return candidate
+    raise ImageBuildError(
+        f"the worker recipe is not installed with this cloudrunner (no {here / PACKAGED_IMAGES}"
+        "/worker) and it does not run from a checkout; reinstall it from a wheel"
+    )
+
+
 def images_dir() -> Path:
     """The folder of the image recipes: $CLOUDRUNNER_IMAGES_DIR, else the ones an installed
     wheel carries (cloudrunner/_images/), else the source checkout's images/."""
@@ -109,8 +127,6 @@ def recipes() -> list[Recipe]:
         if not (path / "Dockerfile").is_file():
             raise ImageBuildError(f"{path}/Dockerfile is missing; the recipes are incomplete")
         found.append(Recipe(name, path, refs[name]))
-    from cloudrunner.images.worker_build import WORKER_REPOSITORY, recipe_dir
-
     worker = (f"{WORKER_REPOSITORY}:{__version__}", f"{WORKER_REPOSITORY}:latest")
     found.append(Recipe("worker", recipe_dir(), worker))
     return found

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.images.build import BUILD_KEY_LABEL
-from cloudrunner.repo_files import RepoFileRefused, open_inside, read_inside
+from cloudrunner.workspace import RepoFileRefused, open_inside, read_inside
 
 ENVIRONMENT_FILE = Path(".cursor") / "environment.json"
 IMAGE_REPOSITORY = "cloudrunner/environment"

@@ -28,32 +28,19 @@ from cloudrunner.docker_engine import connect
 from cloudrunner.images.build import (
     BASE_IMAGE,
     PACKAGED_IMAGES,
+    RECIPE_FILES,
     RECIPES,
     REVISION_LABEL,
+    WORKER_REPOSITORY,
     ImageBuildError,
     images_dir,
     progress,
+    recipe_dir,
     run_build,
     version_labels,
 )
 
-WORKER_REPOSITORY = "cloudrunner/worker"
-#: the worker recipe's files, as the Dockerfile's build context names them
-RECIPE_FILES = ("Dockerfile", "pyproject.toml", "README.md", "hatch_build.py",
-                "launcher/cloudrunner")  # fmt: skip
 COMPILED_CLIENT = "cloudrunner-hook"
-
-
-def recipe_dir() -> Path:
-    """Where the worker recipe is: shipped in the package, else the checkout's root."""
-    here = Path(__file__).resolve().parents[1]  # the cloudrunner package
-    for candidate in (here / PACKAGED_IMAGES / "worker", here.parent):
-        if all((candidate / name).is_file() for name in RECIPE_FILES):
-            return candidate
-    raise ImageBuildError(
-        f"the worker recipe is not installed with this cloudrunner (no {here / PACKAGED_IMAGES}"
-        "/worker) and it does not run from a checkout; reinstall it from a wheel"
-    )
 
 
 def default_client() -> Path | None:

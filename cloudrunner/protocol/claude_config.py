@@ -35,6 +35,7 @@ from cloudrunner.protocol.config import (
     describe,
     parse_json_file,
 )
+from cloudrunner.protocol.diagnostic_codes import DiagnosticCode
 from cloudrunner.protocol.diagnostics import error, info, pointer_join
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.matchers import CompiledMatcher, compile_matcher
@@ -87,14 +88,14 @@ def parse_claude_settings(data: bytes, *, file: str) -> ParseResult:
 def _document(document: Any, c: _Collector) -> HooksFile | None:
     if not isinstance(document, dict):
         c.fail(
-            "not-an-object",
+            DiagnosticCode.NOT_AN_OBJECT,
             f"a Claude Code settings file must be a JSON object, not {describe(document)}",
         )
         return None
     if document.get("disableAllHooks") is True:
         c.add(
             info(
-                "hooks-disabled",
+                DiagnosticCode.HOOKS_DISABLED,
                 "`disableAllHooks` is true, so none of this file's hooks load",
                 file=c.file,
                 pointer="/disableAllHooks",
@@ -102,12 +103,14 @@ def _document(document: Any, c: _Collector) -> HooksFile | None:
         )
         return HooksFile(1, {})
     if "hooks" not in document:
-        c.add(info("no-hooks", "the file has no `hooks` object", file=c.file, pointer=""))
+        c.add(
+            info(DiagnosticCode.NO_HOOKS, "the file has no `hooks` object", file=c.file, pointer="")
+        )
         return HooksFile(1, {})
     hooks = document["hooks"]
     if not isinstance(hooks, dict):
         c.fail(
-            "wrong-type",
+            DiagnosticCode.WRONG_TYPE,
             "`hooks` must be an object mapping Claude event names to arrays of "
             f"{{matcher, hooks}} groups, not {describe(hooks)}",
             "/hooks",
@@ -120,7 +123,7 @@ def _document(document: Any, c: _Collector) -> HooksFile | None:
         if event is None:
             hint = "; Cursor's own event names go in .cursor/hooks.json" if name in EVENTS else ""
             c.warn(
-                "unknown-event",
+                DiagnosticCode.UNKNOWN_EVENT,
                 f"unknown Claude Code event {name!r}: its hooks are ignored{hint}",
                 pointer,
                 at_key=True,
@@ -128,7 +131,7 @@ def _document(document: Any, c: _Collector) -> HooksFile | None:
             continue
         if not isinstance(groups, list):
             c.fail(
-                "wrong-type",
+                DiagnosticCode.WRONG_TYPE,
                 f"the value of {name!r} must be an array of {{matcher, hooks}} groups, "
                 f"not {describe(groups)}",
                 pointer,
@@ -138,7 +141,7 @@ def _document(document: Any, c: _Collector) -> HooksFile | None:
             if groups:
                 c.add(
                     info(
-                        "hook-skipped",
+                        DiagnosticCode.HOOK_SKIPPED,
                         f"{name} hooks never run here: {event.unmapped_reason}",
                         file=c.file,
                         pointer=pointer,
@@ -157,7 +160,7 @@ def _check_groups(
         where = pointer_join("/hooks", name, g)
         if not isinstance(group, dict):
             c.fail(
-                "wrong-type",
+                DiagnosticCode.WRONG_TYPE,
                 f"a {name} entry must be an object {{matcher, hooks}}, not {describe(group)}",
                 where,
             )
@@ -165,18 +168,19 @@ def _check_groups(
         for key in group:
             if key not in _GROUP_KEYS:
                 hint = " (put it in each hook of `hooks`)" if key in HOOK_KEYS else ""
-                c.warn("unknown-key", f"unknown key {key!r} is ignored{hint}",
+                c.warn(DiagnosticCode.UNKNOWN_KEY, f"unknown key {key!r} is ignored{hint}",
                        pointer_join(where, key), at_key=True)  # fmt: skip
         matcher = group.get("matcher")
         if matcher is not None and not isinstance(matcher, str):
-            c.fail("wrong-type", f"`matcher` must be a string, not {describe(matcher)}",
+            c.fail(DiagnosticCode.WRONG_TYPE,
+                   f"`matcher` must be a string, not {describe(matcher)}",
                    pointer_join(where, "matcher"))  # fmt: skip
             continue
         inner = group.get("hooks")
         if not isinstance(inner, list):
             hint = " (Claude Code's form nests the commands: {matcher, hooks: [...]})"
             c.fail(
-                "wrong-type",
+                DiagnosticCode.WRONG_TYPE,
                 f"`hooks` of a {name} entry must be an array of hooks, not "
                 f"{describe(inner) if 'hooks' in group else 'missing'}{hint}",
                 pointer_join(where, "hooks") if "hooks" in group else where,
@@ -196,19 +200,23 @@ def _indexed(entry: HookEntry, index: int) -> HookEntry:
 
 
 def _skip(c: _Collector, pointer: str, why: str) -> None:
-    c.add(info("hook-skipped", f"hook not loaded: {why}", file=c.file, pointer=pointer))
+    c.add(
+        info(DiagnosticCode.HOOK_SKIPPED, f"hook not loaded: {why}", file=c.file, pointer=pointer)
+    )
 
 
 def _hook(
     name: str, matcher: str | None, pointer: str, hook: Any, c: _Collector
 ) -> HookEntry | None:
     if not isinstance(hook, dict):
-        c.fail("wrong-type", f"a hook must be an object, not {describe(hook)}", pointer)
+        c.fail(
+            DiagnosticCode.WRONG_TYPE, f"a hook must be an object, not {describe(hook)}", pointer
+        )
         return None
     kind = hook.get("type")
     if not isinstance(kind, str):
         c.fail(
-            "wrong-type",
+            DiagnosticCode.WRONG_TYPE,
             f'`type` must be a string ("command", "prompt", "agent" or "http"), not '
             f"{describe(kind) if 'type' in hook else 'missing'}",
             pointer_join(pointer, "type") if "type" in hook else pointer,
@@ -217,8 +225,8 @@ def _hook(
     for key in hook:
         if key not in HOOK_KEYS and key not in ("prompt", "model", "url", "headers",
                                                 "allowedEnvVars"):  # fmt: skip
-            c.warn("unknown-key", f"unknown key {key!r} is ignored", pointer_join(pointer, key),
-                   at_key=True)  # fmt: skip
+            c.warn(DiagnosticCode.UNKNOWN_KEY, f"unknown key {key!r} is ignored",
+                   pointer_join(pointer, key), at_key=True)  # fmt: skip
     if kind != "command":
         _skip(c, pointer, f"{kind} hooks are not command hooks; only command hooks run")
         return None
@@ -226,7 +234,7 @@ def _hook(
     if "timeout" in hook and (
         isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
     ):
-        c.fail("wrong-type", f"`timeout` must be a positive number of seconds, not "
+        c.fail(DiagnosticCode.WRONG_TYPE, f"`timeout` must be a positive number of seconds, not "
                f"{describe(timeout)}", pointer_join(pointer, "timeout"))  # fmt: skip
         return None
     command = hook.get("command")
@@ -242,7 +250,8 @@ def _hook(
     if "args" in hook:
         args = hook["args"]
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-            c.fail("wrong-type", f"`args` must be an array of strings, not {describe(args)}",
+            c.fail(DiagnosticCode.WRONG_TYPE,
+                   f"`args` must be an array of strings, not {describe(args)}",
                    pointer_join(pointer, "args"))  # fmt: skip
             return None
         argv = (command, *args)
@@ -257,20 +266,22 @@ def _hook(
         return None
     for key in ("statusMessage", "once"):
         if key in hook:
-            c.add(info("ignored-key", f"`{key}` is ignored: {HOOK_KEYS[key]}", file=c.file,
-                       pointer=pointer_join(pointer, key)))  # fmt: skip
+            c.add(info(DiagnosticCode.IGNORED_KEY, f"`{key}` is ignored: {HOOK_KEYS[key]}",
+                       file=c.file, pointer=pointer_join(pointer, key)))  # fmt: skip
     if isinstance(timeout, int | float) and timeout > SUSPICIOUS_TIMEOUT:
-        c.warn("long-timeout", f"timeout {timeout:g} s is over an hour; `timeout` is in "
-               "seconds", pointer_join(pointer, "timeout"))  # fmt: skip
+        c.warn(DiagnosticCode.LONG_TIMEOUT,
+               f"timeout {timeout:g} s is over an hour; `timeout` is in seconds",
+               pointer_join(pointer, "timeout"))  # fmt: skip
     compiled = compile_claude_matcher(matcher)
     event = CLAUDE_EVENTS[name]
     if matcher not in (None, "", "*") and event.subject is None:
-        c.warn("matcher-ignored", f"{name} takes no matcher, so `matcher` does not filter",
+        c.warn(DiagnosticCode.MATCHER_IGNORED,
+               f"{name} takes no matcher, so `matcher` does not filter",
                pointer_join(pointer.rsplit("/hooks/", 1)[0], "matcher"))  # fmt: skip
     if compiled.error is not None:
         c.add(
             error(
-                "invalid-matcher",
+                DiagnosticCode.INVALID_MATCHER,
                 f"matcher {matcher!r} is not a valid regular expression ({compiled.error}): "
                 "its hooks never run",
                 file=c.file,

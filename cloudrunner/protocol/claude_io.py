@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cloudrunner.protocol.events import Decision, EventInput, EventSpec
-from cloudrunner.protocol.matchers import MatchResult, match
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.results import (
     Execution,
@@ -33,36 +32,8 @@ from cloudrunner.protocol.results import (
 from .claude_mapping import BY_CURSOR_EVENT, CLAUDE_EVENTS, claude_tool_name
 
 if TYPE_CHECKING:
-    from cloudrunner.protocol.config import HookEntry
-    from cloudrunner.protocol.plan import Plan, PlannedHook
-
-
-# ----------------------------------------------------------------------------- matching
-
-
-def claude_match(
-    entry: HookEntry, spec: EventSpec, payload: EventInput, *, timeout_s: float
-) -> MatchResult:
-    """Claude's matcher semantics: searched in the Claude subject of the event (the tool name
-    in Claude's spelling), then in Cursor's (see the mapping's decisions)."""
-    assert entry.claude is not None
-    event = CLAUDE_EVENTS[entry.claude.event]
-    if event.subject is None:
-        described = dataclasses.replace(spec, matcher_subject=None)
-        return match(entry.matcher, described, payload, timeout_s=timeout_s)
-    first = match(
-        entry.matcher, dataclasses.replace(spec, matcher_subject=event.subject), payload,
-        timeout_s=timeout_s,
-    )  # fmt: skip
-    if first.matched or first.timed_out or event.cursor_subject is None:
-        return first
-    second = match(
-        entry.matcher, dataclasses.replace(spec, matcher_subject=event.cursor_subject), payload,
-        timeout_s=timeout_s,
-    )  # fmt: skip
-    if second.matched or second.timed_out:
-        return second
-    return first
+    from cloudrunner.protocol.plan import Plan
+    from cloudrunner.protocol.planned_hook import PlannedHook
 
 
 # ----------------------------------------------------------------------------- input

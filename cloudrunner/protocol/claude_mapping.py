@@ -12,13 +12,18 @@ entry (rendered on the same page).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cloudrunner.protocol.events import EventInput
+from cloudrunner.protocol.events import EventInput, EventSpec
+from cloudrunner.protocol.matchers import MatchResult, match
+
+if TYPE_CHECKING:
+    from cloudrunner.protocol.config import HookEntry
 
 #: the tool names Claude Code gives for Cursor's tool types (Cursor name -> Claude name);
 #: `MCP:<tool>` and `Write` are handled by `claude_tool_name`
@@ -235,3 +240,28 @@ DECISIONS: tuple[tuple[str, str], ...] = (
      "loop budget (5) as Cursor's stop hooks; `stop_hook_active` is true when Cursor's "
      "`loop_count` is above 0."),
 )  # fmt: skip
+
+
+def claude_match(
+    entry: HookEntry, spec: EventSpec, payload: EventInput, *, timeout_s: float
+) -> MatchResult:
+    """Claude's matcher semantics: searched in the Claude subject of the event (the tool name
+    in Claude's spelling), then in Cursor's (see the mapping's decisions)."""
+    assert entry.claude is not None
+    event = CLAUDE_EVENTS[entry.claude.event]
+    if event.subject is None:
+        described = dataclasses.replace(spec, matcher_subject=None)
+        return match(entry.matcher, described, payload, timeout_s=timeout_s)
+    first = match(
+        entry.matcher, dataclasses.replace(spec, matcher_subject=event.subject), payload,
+        timeout_s=timeout_s,
+    )  # fmt: skip
+    if first.matched or first.timed_out or event.cursor_subject is None:
+        return first
+    second = match(
+        entry.matcher, dataclasses.replace(spec, matcher_subject=event.cursor_subject), payload,
+        timeout_s=timeout_s,
+    )  # fmt: skip
+    if second.matched or second.timed_out:
+        return second
+    return first

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from cloudrunner.protocol.diagnostic_codes import DiagnosticCode
 from cloudrunner.protocol.diagnostics import (
     Diagnostic,
     Severity,
@@ -208,7 +209,7 @@ def _decode(data: bytes, c: _Collector) -> str | None:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         c.fail(
-            "not-utf8",
+            DiagnosticCode.NOT_UTF8,
             f"the file is not UTF-8 text (invalid byte 0x{data[exc.start]:02x}); save it as UTF-8",
             line=line,
             column=column,
@@ -216,7 +217,7 @@ def _decode(data: bytes, c: _Collector) -> str | None:
         return None
     if not text.strip():
         c.fail(
-            "empty-file",
+            DiagnosticCode.EMPTY_FILE,
             'the file is empty; a hooks file is a JSON object like {"version": 1, "hooks": {}}',
         )
         return None
@@ -231,16 +232,20 @@ def _load_json(text: str, c: _Collector) -> tuple[Any, bool] | None:
         ), dupes.found
     except json.JSONDecodeError as exc:
         c.fail(
-            "json-syntax",
+            DiagnosticCode.JSON_SYNTAX,
             f"invalid JSON: {exc.msg}{_syntax_hint(text, exc.pos)}",
             pointer=None,
             line=exc.lineno,
             column=exc.colno,
         )
     except ValueError as exc:  # NaN / Infinity
-        c.fail("json-syntax", f"invalid JSON: {exc}", pointer=None)
+        c.fail(DiagnosticCode.JSON_SYNTAX, f"invalid JSON: {exc}", pointer=None)
     except RecursionError:
-        c.fail("too-deep", "the JSON is nested too deeply to be a hooks file", pointer=None)
+        c.fail(
+            DiagnosticCode.TOO_DEEP,
+            "the JSON is nested too deeply to be a hooks file",
+            pointer=None,
+        )
     return None
 
 
@@ -274,7 +279,7 @@ def _warn_duplicates(text: str, c: _Collector) -> None:
         key = pointer.rsplit("/", 1)[1].replace("~1", "/").replace("~0", "~")
         c.add(
             warning(
-                "duplicate-key",
+                DiagnosticCode.DUPLICATE_KEY,
                 f"key {key!r} appears more than once in the same object; the last one wins",
                 file=c.file,
                 pointer=pointer,
@@ -301,7 +306,7 @@ def _locate(text: str, c: _Collector) -> list[Diagnostic]:
 def _document(document: Any, c: _Collector) -> HooksFile | None:
     if not isinstance(document, dict):
         c.fail(
-            "not-an-object",
+            DiagnosticCode.NOT_AN_OBJECT,
             "a hooks file must be a JSON object with `version` and `hooks`, "
             f"not {describe(document)}",
         )
@@ -310,12 +315,16 @@ def _document(document: Any, c: _Collector) -> HooksFile | None:
     if "version" in document:
         raw = document["version"]
         if isinstance(raw, bool) or not isinstance(raw, int | float):
-            c.fail("wrong-type", f"`version` must be the number 1, not {describe(raw)}", "/version")
+            c.fail(
+                DiagnosticCode.WRONG_TYPE,
+                f"`version` must be the number 1, not {describe(raw)}",
+                "/version",
+            )
         else:
             version = raw
             if raw != KNOWN_VERSION:
                 c.warn(
-                    "unknown-version",
+                    DiagnosticCode.UNKNOWN_VERSION,
                     f"version {raw} is not known (only 1 is); the file is read as version 1",
                     "/version",
                 )
@@ -325,20 +334,27 @@ def _document(document: Any, c: _Collector) -> HooksFile | None:
         pointer = pointer_join("", key)
         if key in EVENTS:
             c.warn(
-                "event-at-top-level",
+                DiagnosticCode.EVENT_AT_TOP_LEVEL,
                 f"event {key!r} is at the top level and is ignored; move it inside `hooks`",
                 pointer,
                 at_key=True,
             )
         else:
-            c.warn("unknown-key", f"unknown top-level key {key!r} is ignored", pointer, at_key=True)
+            c.warn(
+                DiagnosticCode.UNKNOWN_KEY,
+                f"unknown top-level key {key!r} is ignored",
+                pointer,
+                at_key=True,
+            )
     if "hooks" not in document:
-        c.warn("no-hooks", "the file has no `hooks` object, so it defines no hooks", "")
+        c.warn(
+            DiagnosticCode.NO_HOOKS, "the file has no `hooks` object, so it defines no hooks", ""
+        )
         return HooksFile(version, {})
     hooks = document["hooks"]
     if not isinstance(hooks, dict):
         c.fail(
-            "wrong-type",
+            DiagnosticCode.WRONG_TYPE,
             "`hooks` must be an object mapping event names to arrays of hooks, "
             f"not {describe(hooks)}",
             "/hooks",
@@ -353,7 +369,7 @@ def _document(document: Any, c: _Collector) -> HooksFile | None:
             if ":" in event and guess:
                 hint += " (filter by tool with `matcher`, not in the event name)"
             c.warn(
-                "unknown-event",
+                DiagnosticCode.UNKNOWN_EVENT,
                 f"unknown event {event!r}: its hooks are ignored{hint}",
                 pointer,
                 at_key=True,
@@ -364,7 +380,7 @@ def _document(document: Any, c: _Collector) -> HooksFile | None:
                 "; wrap the single hook in an array: [ {...} ]" if isinstance(value, dict) else ""
             )
             c.fail(
-                "wrong-type",
+                DiagnosticCode.WRONG_TYPE,
                 f"the value of {event!r} must be an array of hook definitions, "
                 f"not {describe(value)}{hint}",
                 pointer,
@@ -378,7 +394,11 @@ def _document(document: Any, c: _Collector) -> HooksFile | None:
 def _entry(event: str, index: int, item: Any, c: _Collector) -> HookEntry | None:
     pointer = pointer_join("/hooks", event, index)
     if not isinstance(item, dict):
-        c.fail("wrong-type", f"a hook definition must be an object, not {describe(item)}", pointer)
+        c.fail(
+            DiagnosticCode.WRONG_TYPE,
+            f"a hook definition must be an object, not {describe(item)}",
+            pointer,
+        )
         return None
     try:
         definition = HookDefinition.model_validate(item)
@@ -394,14 +414,14 @@ def _entry(event: str, index: int, item: Any, c: _Collector) -> HookEntry | None
                 if expected
                 else f"{problem['msg']}"
             )
-            c.fail("wrong-type", message, where)
+            c.fail(DiagnosticCode.WRONG_TYPE, message, where)
         return None
     spec = EVENTS[event]
     extras = definition.model_extra or {}
     for key in extras:
         hint = _KEY_HINTS.get(key)
         c.warn(
-            "unknown-key",
+            DiagnosticCode.UNKNOWN_KEY,
             f"unknown key {key!r} is ignored" + (f" ({hint})" if hint else ""),
             pointer_join(pointer, key),
             at_key=True,
@@ -413,11 +433,15 @@ def _entry(event: str, index: int, item: Any, c: _Collector) -> HookEntry | None
                 if "hooks" in extras
                 else ""
             )
-            c.fail("missing-command", f"a command hook needs a `command` string{nested}", pointer)
+            c.fail(
+                DiagnosticCode.MISSING_COMMAND,
+                f"a command hook needs a `command` string{nested}",
+                pointer,
+            )
             return None
         if not definition.command.strip():
             c.fail(
-                "empty-command",
+                DiagnosticCode.EMPTY_COMMAND,
                 "`command` is empty; give the command line to run",
                 pointer_join(pointer, "command"),
             )
@@ -425,32 +449,36 @@ def _entry(event: str, index: int, item: Any, c: _Collector) -> HookEntry | None
         for key in ("prompt", "model"):
             if key in item:
                 c.warn(
-                    "ignored-key",
+                    DiagnosticCode.IGNORED_KEY,
                     f"`{key}` only applies to prompt hooks and is ignored here",
                     pointer_join(pointer, key),
                     at_key=True,
                 )
     else:
         if not (definition.prompt or "").strip():
-            c.fail("missing-prompt", "a prompt hook needs a non-empty `prompt` string", pointer)
+            c.fail(
+                DiagnosticCode.MISSING_PROMPT,
+                "a prompt hook needs a non-empty `prompt` string",
+                pointer,
+            )
             return None
         if "command" in item:
             c.warn(
-                "ignored-key",
+                DiagnosticCode.IGNORED_KEY,
                 "`command` is ignored on a prompt hook",
                 pointer_join(pointer, "command"),
                 at_key=True,
             )
     if "loop_limit" in item and not spec.follows_up:
         c.warn(
-            "loop-limit-ignored",
+            DiagnosticCode.LOOP_LIMIT_IGNORED,
             f"`loop_limit` only applies to stop and subagentStop; it has no effect on {event}",
             pointer_join(pointer, "loop_limit"),
             at_key=True,
         )
     if definition.fail_closed and not spec.can_block:
         c.warn(
-            "fail-closed-ignored",
+            DiagnosticCode.FAIL_CLOSED_IGNORED,
             f"`failClosed` has no effect on {event}: "
             "the event takes no decision, so there is nothing to block",
             pointer_join(pointer, "failClosed"),
@@ -458,7 +486,7 @@ def _entry(event: str, index: int, item: Any, c: _Collector) -> HookEntry | None
         )
     if definition.timeout is not None and definition.timeout > SUSPICIOUS_TIMEOUT:
         c.warn(
-            "long-timeout",
+            DiagnosticCode.LONG_TIMEOUT,
             f"timeout {definition.timeout:g} s is over an hour; "
             "`timeout` is in seconds, not milliseconds",
             pointer_join(pointer, "timeout"),
@@ -466,7 +494,7 @@ def _entry(event: str, index: int, item: Any, c: _Collector) -> HookEntry | None
     matcher = compile_matcher(definition.matcher)
     if definition.matcher not in (None, "", "*") and spec.matcher_subject is None:
         c.warn(
-            "matcher-ignored",
+            DiagnosticCode.MATCHER_IGNORED,
             f"{event} has no matcher field, so `matcher` does not filter: "
             f"the hook runs on every {event}",
             pointer_join(pointer, "matcher"),
@@ -479,7 +507,7 @@ def _entry(event: str, index: int, item: Any, c: _Collector) -> HookEntry | None
         )
         c.add(
             error(
-                "invalid-matcher",
+                DiagnosticCode.INVALID_MATCHER,
                 f"matcher {definition.matcher!r} is not a valid regular expression "
                 f"({matcher.error}): {consequence}",
                 file=c.file,

@@ -66,16 +66,20 @@ class Diagnostic:
         }
 
 
+# The codes are `diagnostic_codes.DiagnosticCode`s; a Diagnostic holds the plain string, so
+# records and reports carry exactly what they did before the codes had one definition.
+
+
 def error(code: str, message: str, **where: Any) -> Diagnostic:
-    return Diagnostic(Severity.ERROR, code, message, **where)
+    return Diagnostic(Severity.ERROR, str(code), message, **where)
 
 
 def warning(code: str, message: str, **where: Any) -> Diagnostic:
-    return Diagnostic(Severity.WARNING, code, message, **where)
+    return Diagnostic(Severity.WARNING, str(code), message, **where)
 
 
 def info(code: str, message: str, **where: Any) -> Diagnostic:
-    return Diagnostic(Severity.INFO, code, message, **where)
+    return Diagnostic(Severity.INFO, str(code), message, **where)
 
 
 def has_errors(diagnostics: tuple[Diagnostic, ...] | list[Diagnostic]) -> bool:

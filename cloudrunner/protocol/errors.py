@@ -7,6 +7,8 @@ boundary prints them as one line). A broken hooks file is not an error of this k
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from cloudrunner.errors import CloudrunnerError
 
 
@@ -15,11 +17,9 @@ class ProtocolError(CloudrunnerError):
 
 
 class UnknownEvent(ProtocolError):
-    def __init__(self, event: str) -> None:
-        from cloudrunner.protocol.events import EVENTS
-
+    def __init__(self, event: str, known: Iterable[str]) -> None:
         self.event = event
-        super().__init__(f"unknown hook event {event!r}; known events: {', '.join(sorted(EVENTS))}")
+        super().__init__(f"unknown hook event {event!r}; known events: {', '.join(sorted(known))}")
 
 
 class EventNotAvailable(ProtocolError):

@@ -21,6 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from cloudrunner.protocol.errors import UnknownEvent
+
 
 class _Input(BaseModel):
     model_config = ConfigDict(extra="allow", protected_namespaces=())
@@ -471,9 +473,7 @@ EVENT_HINTS: dict[str, str] = {
 def event_spec(name: str) -> EventSpec:
     spec = EVENTS.get(name)
     if spec is None:
-        from cloudrunner.protocol.errors import UnknownEvent
-
-        raise UnknownEvent(name)
+        raise UnknownEvent(name, EVENTS)
     return spec
 
 

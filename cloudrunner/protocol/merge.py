@@ -18,7 +18,8 @@ from cloudrunner.protocol.claude_io import classify_claude
 from cloudrunner.protocol.events import Decision, EventSpec
 from cloudrunner.protocol.loops import LoopCounterStore
 from cloudrunner.protocol.outcomes import Outcome
-from cloudrunner.protocol.plan import Plan, PlannedHook, Tier
+from cloudrunner.protocol.plan import Plan, Tier
+from cloudrunner.protocol.planned_hook import PlannedHook
 from cloudrunner.protocol.results import Execution, HookResult, classify, skipped
 
 _RESTRICTIVENESS = {"allow": 0, "ask": 1, "deny": 2}

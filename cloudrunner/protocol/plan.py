@@ -11,7 +11,6 @@ matcher does not match are listed separately, so the audit can say why they did 
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -20,12 +19,13 @@ from typing import Any, NamedTuple, Protocol
 
 from pydantic import ValidationError
 
-from cloudrunner.protocol.claude_io import claude_match
-from cloudrunner.protocol.config import HookDefinition, HookEntry
+from cloudrunner.protocol.claude_mapping import claude_match
+from cloudrunner.protocol.config import HookEntry
 from cloudrunner.protocol.errors import EventNotAvailable, InvalidPayload
 from cloudrunner.protocol.events import EventInput, EventSpec, event_spec
-from cloudrunner.protocol.matchers import DEFAULT_MATCH_TIMEOUT_S, MatchResult, match
+from cloudrunner.protocol.matchers import DEFAULT_MATCH_TIMEOUT_S, match
 from cloudrunner.protocol.outcomes import Outcome
+from cloudrunner.protocol.planned_hook import PlannedHook
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.protocol.results import HookResult, block_answer, skipped
 
@@ -46,88 +46,6 @@ class HookSource(Protocol):
     def sha256(self) -> str | None: ...
     @property
     def hooks(self) -> Mapping[str, tuple[HookEntry, ...]]: ...
-
-
-@dataclass(frozen=True)
-class PlannedHook:
-    source_kind: SourceKind
-    source_path: Path
-    #: sha256 of the source file's bytes, so an audit record names the exact config
-    source_sha256: str
-    working_dir: Path
-    entry: HookEntry
-    #: the command line ("" for prompt hooks)
-    command: str
-    #: seconds, the worker default applied
-    timeout: float
-    fail_closed: bool
-    #: follow-up budget (None = unlimited); meaningful on stop and subagentStop
-    loop_limit: int | None
-    match: MatchResult
-    #: the source's place in the priority order (None: its kind's); Claude files rank below
-    rank: int | None = None
-
-    @property
-    def source_priority(self) -> int:
-        return self.source_kind.priority if self.rank is None else self.rank
-
-    @property
-    def event(self) -> str:
-        return self.entry.event
-
-    @property
-    def index(self) -> int:
-        return self.entry.index
-
-    @property
-    def definition(self) -> HookDefinition:
-        return self.entry.definition
-
-    @functools.cached_property
-    def hook_id(self) -> str:
-        """Stable and unique within a run: source kind, file and JSON pointer (made once:
-        the runner, the merge and the audit records each ask for it)."""
-        return f"{self.source_kind}:{self.source_path}#{self.entry.pointer}"
-
-    @functools.cached_property
-    def script_key(self) -> str:
-        """What loop budgets are counted per (with the conversation id)."""
-        return f"{self.event}\x1f{self.source_kind}\x1f{self.source_path}\x1f{self.command}"
-
-    @property
-    def order(self) -> tuple[int, int]:
-        return (self.source_priority, self.index)
-
-    def describe(self) -> str:
-        shown = self.command if len(self.command) <= 80 else self.command[:77] + "..."
-        claude = self.entry.claude
-        where = f"Claude Code {claude.event} hook" if claude else str(self.source_kind)
-        return f"{where} {self.event}[{self.index}] `{shown}` ({self.source_path})"
-
-    def to_dict(self) -> dict[str, Any]:
-        out = self._fields()
-        if self.entry.claude is not None:
-            out["claude_event"] = self.entry.claude.event
-        return out
-
-    def _fields(self) -> dict[str, Any]:
-        return {
-            "id": self.hook_id,
-            "source": str(self.source_kind),
-            "source_path": str(self.source_path),
-            "source_sha256": self.source_sha256,
-            "event": self.event,
-            "index": self.index,
-            "pointer": self.entry.pointer,
-            "command": self.command,
-            "type": self.definition.type,
-            "working_dir": str(self.working_dir),
-            "timeout": self.timeout,
-            "fail_closed": self.fail_closed,
-            "loop_limit": self.loop_limit,
-            "matcher": self.definition.matcher,
-            "match": self.match.reason,
-        }
 
 
 @dataclass(frozen=True)

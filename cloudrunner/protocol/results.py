@@ -22,7 +22,7 @@ from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.sandbox_causes import CauseKind, SandboxCause
 
 if TYPE_CHECKING:
-    from cloudrunner.protocol.plan import PlannedHook
+    from cloudrunner.protocol.planned_hook import PlannedHook
 
 #: stderr that becomes a message is trimmed and cut to this many characters
 STDERR_MESSAGE_LIMIT = 2000

@@ -3,9 +3,11 @@
 stream (the stream format: recorded and hand-written events with their expected answers,
 JSON lines or TOML), rerun (each event of a stream through the full pipeline, and the
 report of every answer that differs), recording (an event's entry for the stream, as
-`run --record` and `serve --record` write it: on the event path).
+`run --record` and `serve --record` write it: on the event path, which imports it as a
+module, not through this package, whose rerun runs the worker).
 """
 
+from cloudrunner.replay import recording
 from cloudrunner.replay.recording import build_entry, record_event
 from cloudrunner.replay.rerun import (
     ANSWER_WIDTH,
@@ -49,6 +51,7 @@ __all__ = [
     "load_stream",
     "parse_entry",
     "record_event",
+    "recording",
     "render_text",
     "replay_payload",
     "rewrite_stream",

@@ -9,9 +9,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-import structlog
+from cloudrunner.logs import get_logger
 
-_log = structlog.get_logger("cloudrunner.sandbox")
+_log = get_logger("cloudrunner.sandbox")
 
 
 def note(level: str, event: str, **fields: Any) -> None:

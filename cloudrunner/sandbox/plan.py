@@ -11,7 +11,6 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cloudrunner.repo_files import real_path
 from cloudrunner.sandbox.agent_files import AGENT_FILES
 from cloudrunner.sandbox.base import (
     HOOK_HOME,
@@ -27,6 +26,7 @@ from cloudrunner.sandbox.base import (
 )
 from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID, SandboxLimits, SandboxProfile
 from cloudrunner.sandbox.owner import checkout_owner
+from cloudrunner.workspace import real_path
 
 #: where the agent's two files are mounted; a namespace package, so no __init__ needed
 AGENT_ROOT = "/opt/cloudrunner"

@@ -20,7 +20,7 @@ from pathlib import Path
 from cloudrunner import shell as shell_syntax
 from cloudrunner.protocol.events import EVENTS, EventSpec
 from cloudrunner.protocol.matchers import CompiledMatcher
-from cloudrunner.repo_files import RepoFileRefused, open_inside, resolves_inside
+from cloudrunner.workspace import RepoFileRefused, open_inside, resolves_inside
 
 #: shell words that are not programs (dash and bash builtins, keywords)
 SHELL_BUILTINS = frozenset((

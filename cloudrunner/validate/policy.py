@@ -8,12 +8,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cloudrunner import pinning
 from cloudrunner.egress.rules import domain_pattern
 from cloudrunner.protocol.config import HookEntry
+from cloudrunner.protocol.diagnostic_codes import DiagnosticCode
 from cloudrunner.protocol.diagnostics import Diagnostic, error, info, warning
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.settings import Settings
+from cloudrunner.sources import DigestError, compute
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,9 @@ def hook_diagnostics(
                     "the proxy will refuse it"
                 )
     return [
-        warning("needs-network", problem, file=file, pointer=f"{entry.pointer}/command")
+        warning(
+            DiagnosticCode.NEEDS_NETWORK, problem, file=file, pointer=f"{entry.pointer}/command"
+        )
         for problem in problems
     ]
 
@@ -106,7 +109,7 @@ def source_diagnostics(
         allowed = ", ".join(settings.sources.allowed) or "none"
         out.append(
             error(
-                "source-not-allowed",
+                DiagnosticCode.SOURCE_NOT_ALLOWED,
                 f"{kind} hooks do not load: the worker settings allow only these sources "
                 f"(sources.allowed): {allowed}",
                 file=file,
@@ -116,16 +119,14 @@ def source_diagnostics(
     if kind is not SourceKind.PROJECT or repository is None or approved is None:
         return out  # not pinned: the digest is `cloudrunner hooks digest`'s to print
     try:
-        computed = pinning.compute(
-            repository, data, extra_paths=settings.sources.project_digest_paths
-        )
+        computed = compute(repository, data, extra_paths=settings.sources.project_digest_paths)
         digest = computed.digest
-    except pinning.DigestError as exc:
-        return [*out, error("project-digest-failed", exc.message, file=file)]
+    except DigestError as exc:
+        return [*out, error(DiagnosticCode.PROJECT_DIGEST_FAILED, exc.message, file=file)]
     if computed.unseen:
         out.append(
             warning(
-                "project-digest-unseen",
+                DiagnosticCode.PROJECT_DIGEST_UNSEEN,
                 "the pinned digest cannot see part of these commands (each needs every file "
                 "it may run covered by the digest; review it by hand, or move it into a "
                 "script under .cursor/hooks/): " + "; ".join(computed.unseen),
@@ -135,7 +136,7 @@ def source_diagnostics(
     for hook in computed.uncovered:
         out.append(
             error(
-                "project-digest-uncovered",
+                DiagnosticCode.PROJECT_DIGEST_UNCOVERED,
                 hook.describe() + "; until then these hooks do not load, approved or not",
                 file=file,
                 pointer=f"{hook.pointer}/command",
@@ -146,12 +147,16 @@ def source_diagnostics(
         return out
     if digest in approved:
         out.append(
-            info("project-approved", f"project hooks digest {digest} is approved", file=file)
+            info(
+                DiagnosticCode.PROJECT_APPROVED,
+                f"project hooks digest {digest} is approved",
+                file=file,
+            )
         )
     else:
         out.append(
             error(
-                "project-not-approved",
+                DiagnosticCode.PROJECT_NOT_APPROVED,
                 f"project hooks digest {digest} is not in sources.project_digests: these "
                 "hooks will not load; review the file and the scripts it runs, then add the "
                 "digest to approve them",

@@ -21,16 +21,17 @@ from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.claude_config import parse_claude_settings
 from cloudrunner.protocol.claude_mapping import ClaudeOrigin
 from cloudrunner.protocol.config import HookEntry, parse_hooks_file
+from cloudrunner.protocol.diagnostic_codes import DiagnosticCode
 from cloudrunner.protocol.diagnostics import Diagnostic, Severity, error, info, warning
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.jsonpos import PositionIndex
 from cloudrunner.protocol.profiles import Profile, SourceKind
-from cloudrunner.repo_files import resolves_inside
 from cloudrunner.settings import Settings
 from cloudrunner.sources import HOOKS_FILE_NAME, HooksFileRefused, read_hooks_bytes, skip_reason
 from cloudrunner.validate import checks as validate_checks
 from cloudrunner.validate import policy as validate_policy
 from cloudrunner.validate.image_programs import ImagePrograms
+from cloudrunner.workspace import resolves_inside
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,7 @@ def _script_warnings(entry: HookEntry, repository: Path, file: str) -> list[Diag
             if not resolves_inside(repository / word, repository):
                 out.append(
                     warning(
-                        "script-outside",
+                        DiagnosticCode.SCRIPT_OUTSIDE,
                         f"{word} is a symlink that leads outside the repository {repository}; "
                         "only the repository is mounted in the sandbox, so the hook will not "
                         "find it there (replace the symlink with the file itself)",
@@ -216,7 +217,7 @@ def _script_warnings(entry: HookEntry, repository: Path, file: str) -> list[Diag
             hint = f"; project hook paths are relative to the repository root: use {fixed}"
         out.append(
             warning(
-                "script-not-found",
+                DiagnosticCode.SCRIPT_NOT_FOUND,
                 f"{word} does not exist in the repository {repository}{hint}",
                 file=file,
                 pointer=f"{entry.pointer}/command",
@@ -241,7 +242,7 @@ def _matcher_warnings(entry: HookEntry, file: str) -> list[Diagnostic]:
     )
     out = [
         warning(
-            "matcher-backtracking",
+            DiagnosticCode.MATCHER_BACKTRACKING,
             f"matcher {shown!r}: {shape}, the shape of catastrophic backtracking; on some "
             f"inputs its search runs out of time (matcher_timeout_ms) and {consequence} "
             "(outcome match_timeout); rewrite it without the nested repetition",
@@ -252,7 +253,7 @@ def _matcher_warnings(entry: HookEntry, file: str) -> list[Diagnostic]:
     ]
     out.extend(
         warning(
-            "matcher-not-javascript",
+            DiagnosticCode.MATCHER_NOT_JAVASCRIPT,
             f"matcher {shown!r}: {note} (matchers are JavaScript regular expressions)",
             file=file,
             pointer=pointer,
@@ -275,7 +276,9 @@ def validate_file(
         data = read_hooks_bytes(target.file, target.root)
     except FileNotFoundError:
         return FileReport(
-            target.file, (error("source-absent", "the file does not exist", file=file),), ()
+            target.file,
+            (error(DiagnosticCode.SOURCE_ABSENT, "the file does not exist", file=file),),
+            (),
         )
     except HooksFileRefused as exc:
         return FileReport(target.file, (error(exc.code, exc.message, file=file),), ())
@@ -321,7 +324,7 @@ def validate_file(
     if programs is not None and kind is SourceKind.PROJECT and _has_environment(target):
         diagnostics.append(
             info(
-                "image-check-skipped",
+                DiagnosticCode.IMAGE_CHECK_SKIPPED,
                 f"project hooks run in the image .cursor/environment.json builds, so their "
                 f"programs were not checked against {programs.image}",
                 file=file,
@@ -345,16 +348,18 @@ def validate_file(
 
 
 #: the policy errors that keep a whole hooks file from loading, and the verdict's words
-_FILE_REFUSED = {
-    "source-not-allowed": "its source is not in sources.allowed",
-    "project-not-approved": "the project hooks digest is not approved",
-    "project-digest-failed": "the project hooks digest cannot be computed",
-    "project-digest-uncovered": "a hook may run repository files the pinned digest does not cover",
+_FILE_REFUSED: dict[str, str] = {
+    DiagnosticCode.SOURCE_NOT_ALLOWED: "its source is not in sources.allowed",
+    DiagnosticCode.PROJECT_NOT_APPROVED: "the project hooks digest is not approved",
+    DiagnosticCode.PROJECT_DIGEST_FAILED: "the project hooks digest cannot be computed",
+    DiagnosticCode.PROJECT_DIGEST_UNCOVERED: (
+        "a hook may run repository files the pinned digest does not cover"
+    ),
 }
 
 
 def _unknown_event_note(d: Diagnostic) -> Diagnostic:
-    if d.code != "unknown-event" or validate_checks.UNKNOWN_EVENT_NOTE in d.message:
+    if d.code != DiagnosticCode.UNKNOWN_EVENT or validate_checks.UNKNOWN_EVENT_NOTE in d.message:
         return d
     return dataclasses.replace(d, message=d.message + validate_checks.UNKNOWN_EVENT_NOTE)
 
@@ -378,7 +383,7 @@ def _sandbox_warnings(
         validate_checks.matcher_problem(entry.event, entry.matcher) if not entry.claude else ""
     )
     if problem:
-        out.append(warning("matcher-never-matches", problem, file=file,
+        out.append(warning(DiagnosticCode.MATCHER_NEVER_MATCHES, problem, file=file,
                            pointer=f"{entry.pointer}/matcher"))  # fmt: skip
     command = entry.definition.command
     if entry.definition.type != "command" or not command:
@@ -400,7 +405,7 @@ def _sandbox_warnings(
             via = "" if use.via == "command" else f" ({use.via})"
             out.append(
                 warning(
-                    "program-not-in-image",
+                    DiagnosticCode.PROGRAM_NOT_IN_IMAGE,
                     f"`{use.name}`{via} is not in image {programs.image}, so this hook would "
                     "fail with exit 127: add it through .cursor/environment.json or the "
                     "runtime image (sandbox.image)",
@@ -450,7 +455,7 @@ def image_programs_for(
     except CloudrunnerError as exc:
         return None, [
             info(
-                "image-check-skipped",
+                DiagnosticCode.IMAGE_CHECK_SKIPPED,
                 f"programs were not checked against image {image}: {exc.message}",
             )
         ]
@@ -461,7 +466,7 @@ def image_programs_for(
     except CloudrunnerError as exc:
         return None, [
             info(
-                "image-check-skipped",
+                DiagnosticCode.IMAGE_CHECK_SKIPPED,
                 f"programs were not checked against image {image}: {exc.message}",
             )
         ]
@@ -470,7 +475,7 @@ def image_programs_for(
     where = "cached listing" if listing.cached else "listed now"
     return listing, [
         info(
-            "image-checked",
+            DiagnosticCode.IMAGE_CHECKED,
             f"programs checked against image {image} "
             f"({listing.image_id[:19]}, {len(listing.programs)} programs, {where})",
         )

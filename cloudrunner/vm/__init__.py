@@ -2,7 +2,9 @@
 
 provisioning (the agent's hooks file routing the cloud events to the per-event client, the
 systemd unit running the daemon, and the check of an existing hooks file), dependencies
-(what `vm --check` finds missing on the VM: the engine, runsc, the images, the client).
+(what `vm --check` finds missing on the VM: the engine, runsc, the images, the client),
+self_calls (the agent's hooks file found where the fleet's hooks should be: a daemon that
+would call its own client, refused before `serve` or `vm` starts).
 """
 
 from cloudrunner.vm.dependencies import missing
@@ -27,6 +29,7 @@ from cloudrunner.vm.provisioning import (
     systemd_unit,
     write_file,
 )
+from cloudrunner.vm.self_calls import calls_client, client_calls, self_call_problem
 
 __all__ = [
     "CLIENT_NAMES",
@@ -38,7 +41,9 @@ __all__ = [
     "Plan",
     "VmSetupError",
     "agent_hooks",
+    "calls_client",
     "check",
+    "client_calls",
     "environment_assignment",
     "exec_word",
     "find_client",
@@ -46,6 +51,7 @@ __all__ = [
     "missing",
     "plan",
     "read_hooks_file",
+    "self_call_problem",
     "serve_argv",
     "systemd_unit",
     "write_file",

@@ -31,8 +31,7 @@ from typing import Any
 
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.events import CLOUD_EVENTS
-from cloudrunner.settings import Settings
-from cloudrunner.source_settings import source_settings
+from cloudrunner.settings import Settings, source_settings
 from cloudrunner.sources import LoadedSource, load_sources
 
 #: seconds added to the longest run for the daemon's own work on the event

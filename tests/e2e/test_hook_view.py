@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from cloudrunner import acl
 from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID
 from cloudrunner.settings import Settings, load_settings
 from cloudrunner.worker import PayloadRefused, Worker
+from cloudrunner.workspace import acl
 from tests.support.audit_records import read_records
 from tests.support.ci import missing, needs_root
 from tests.support.daemon_process import daemon_process, run_client

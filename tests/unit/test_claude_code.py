@@ -11,21 +11,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cloudrunner import pinning
 from cloudrunner.protocol.claude_config import compile_claude_matcher, parse_claude_settings
-from cloudrunner.protocol.claude_io import (
-    classify_claude,
-    claude_input,
+from cloudrunner.protocol.claude_io import classify_claude, claude_input, translate_answer
+from cloudrunner.protocol.claude_mapping import (
+    CLAUDE_EVENTS,
+    ClaudeOrigin,
     claude_match,
-    translate_answer,
+    claude_tool_name,
 )
-from cloudrunner.protocol.claude_mapping import CLAUDE_EVENTS, ClaudeOrigin, claude_tool_name
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.plan import build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.protocol.results import Execution, ExecutionStatus
-from cloudrunner.sources import SourceSettings, SourceStatus, forget_loaded_sources, load_sources
+from cloudrunner.sources import (
+    SourceSettings,
+    SourceStatus,
+    forget_loaded_sources,
+    load_sources,
+    pinning,
+)
 
 
 def _parse(document: Any) -> Any:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cloudrunner import pinning
+from cloudrunner.sources import pinning
 from cloudrunner.validate import checks as validate_checks
 from tests.support.git_repos import write_hooks
 from tests.support.inotify_watch import opens_of

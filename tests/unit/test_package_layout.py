@@ -13,7 +13,7 @@ import cloudrunner
 
 PACKAGE = Path(cloudrunner.__file__).parent
 #: the sub-packages whose public names their `__init__` exports
-PACKAGES = ("client", "images", "replay", "shell", "validate", "vm")
+PACKAGES = ("client", "images", "replay", "shell", "sources", "validate", "vm", "workspace")
 #: module names said twice before the event path's modules move (issue 36 removes these);
 #: the check is that no new one appears
 KNOWN_TWICE = frozenset({
@@ -43,6 +43,20 @@ def _imports(path: Path) -> list[str]:
     return found
 
 
+def _exported(init: Path) -> list[str]:
+    """The names of the `__all__` list of a package's `__init__`."""
+    tree = ast.parse(init.read_text())
+    return [
+        element.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+        and isinstance(node.value, ast.List)
+        for element in node.value.elts
+        if isinstance(element, ast.Constant) and isinstance(element.value, str)
+    ]
+
+
 def test_no_module_name_is_said_twice_outside_the_commands() -> None:
     names = Counter(p.name for p in _modules() if p.parent.name != "commands")
     twice = {name for name, count in names.items() if count > 1} - {"__init__.py"}
@@ -54,8 +68,11 @@ def test_callers_outside_a_package_import_its_init(name: str) -> None:
     folder = PACKAGE / name
     inner = {_dotted(p) for p in folder.glob("*.py") if p.name != "__init__.py"}
     assert inner, f"{folder} holds no module"
-    #: a submodule imported only when needed, through the package (`from PKG import sub`)
-    lazy = {"cloudrunner.client.no_daemon"}
+    #: a submodule imported only when needed, through the package (`from PKG import sub`),
+    #: and the submodules the `__init__` itself exports as modules (its `__all__` names them)
+    lazy = {"cloudrunner.client.no_daemon"} | {
+        f"cloudrunner.{name}.{exported}" for exported in _exported(folder / "__init__.py")
+    }
     reached = {
         (str(path.relative_to(PACKAGE.parent)), imported)
         for path in _modules()
@@ -81,6 +98,17 @@ def test_each_package_exports_its_public_names(name: str) -> None:
     assert ast.get_docstring(tree), f"cloudrunner/{name}/__init__.py says nothing of itself"
 
 
+#: the most modules directly under cloudrunner/, its own __init__ and __main__ aside (issue 36)
+MAX_TOP_LEVEL_MODULES = 12
+
+
+def test_the_package_top_holds_at_most_twelve_modules() -> None:
+    top = sorted(
+        p.name for p in PACKAGE.glob("*.py") if p.name not in {"__init__.py", "__main__.py"}
+    )
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+
+
 def test_only_cli_imports_the_command_layer() -> None:
     above = {PACKAGE / "cli.py"}
     importers = {
@@ -103,6 +131,43 @@ def test_the_commands_import_one_another_without_a_circle() -> None:
 
     def visit(name: str, trail: tuple[str, ...]) -> None:
         assert name not in trail, " -> ".join((*trail, name))
+        if name in done:
+            return
+        for target in sorted(edges[name]):
+            visit(target, (*trail, name))
+        done.add(name)
+
+    for name in sorted(edges):
+        visit(name, ())
+
+
+def _module_edges() -> dict[str, set[str]]:
+    """Each module of the package and the modules of the package it imports: anywhere in it
+    (a function's body, a type-checking block), `from PKG import sub` counting as `sub`."""
+    modules = {_dotted(p): p for p in _modules()}
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                subs = {f"{node.module}.{a.name}" for a in node.names} & modules.keys()
+                found.update(subs)
+                if len(subs) < len(node.names):
+                    found.add(node.module)
+        edges[name] = (found & modules.keys()) - {name}
+    return edges
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    """No import circle anywhere in the package (issue 36 found claude_io -> plan -> results
+    -> ..., errors <-> events, settings <-> sources and pipeline -> replay -> worker)."""
+    edges = _module_edges()
+    done: set[str] = set()
+
+    def visit(name: str, trail: tuple[str, ...]) -> None:
+        assert name not in trail, " -> ".join((*trail[trail.index(name) :], name))
         if name in done:
             return
         for target in sorted(edges[name]):

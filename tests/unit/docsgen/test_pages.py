@@ -151,3 +151,11 @@ def test_every_setting_has_its_anchor_and_a_toml_example_that_loads(tmp_path: Pa
         for part in key.split("."):
             assert isinstance(node, dict) and part in node, f"{key}: {example}"
             node = node[part]
+
+
+def test_the_protocol_page_lists_every_diagnostic_code_with_its_meaning() -> None:
+    from cloudrunner.protocol.diagnostic_codes import MEANINGS, DiagnosticCode
+
+    page = (DOCS / "reference" / "protocol.md").read_text()
+    for code in DiagnosticCode:
+        assert f"| `{code.value}` | {MEANINGS[code]} |" in page, code

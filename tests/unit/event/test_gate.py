@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner import ownership
 from cloudrunner.cli import main
 from cloudrunner.event import gate
 from cloudrunner.event.gate import GateError, GateMode
+from cloudrunner.workspace import ownership
 from tests.support.ci import needs_root
 from tests.support.mounts import mount, read_only_view
 
@@ -124,7 +124,7 @@ _WORKER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from cloudrunner import ownership
+    from cloudrunner.workspace import ownership
     from cloudrunner.event import gate
 
     state = Path(sys.argv[1])

@@ -11,7 +11,8 @@ from typing import Any
 from cloudrunner.protocol.config import HookEntry, parse_hooks_file
 from cloudrunner.protocol.loops import InMemoryLoopCounterStore
 from cloudrunner.protocol.merge import MergedAnswer, merge, run_tiers
-from cloudrunner.protocol.plan import Plan, PlannedHook, build_plan
+from cloudrunner.protocol.plan import Plan, build_plan
+from cloudrunner.protocol.planned_hook import PlannedHook
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.protocol.results import Execution, ExecutionStatus
 

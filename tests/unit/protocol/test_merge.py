@@ -9,7 +9,8 @@ import pytest
 from cloudrunner.protocol.loops import InMemoryLoopCounterStore
 from cloudrunner.protocol.merge import merge, run_tiers
 from cloudrunner.protocol.outcomes import Outcome
-from cloudrunner.protocol.plan import PlannedHook, build_plan
+from cloudrunner.protocol.plan import build_plan
+from cloudrunner.protocol.planned_hook import PlannedHook
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.protocol.results import Execution, ExecutionStatus
 from tests.unit.protocol.helpers import exit_code, fates, ok, run, source

@@ -6,7 +6,8 @@ import pytest
 
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.outcomes import Outcome
-from cloudrunner.protocol.plan import PlannedHook, build_plan
+from cloudrunner.protocol.plan import build_plan
+from cloudrunner.protocol.planned_hook import PlannedHook
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.protocol.results import (
     STDERR_MESSAGE_LIMIT,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner import pinning
 from cloudrunner.cli import main
+from cloudrunner.sources import pinning
 from cloudrunner.validate import network_needs
 
 

@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner import sources as sources_module
 from cloudrunner.protocol.diagnostics import Severity
 from cloudrunner.protocol.profiles import Profile, SourceKind
 from cloudrunner.sources import (
     MAX_HOOKS_FILE_BYTES,
     SourceSettings,
     SourceStatus,
+    forget_loaded_sources,
     load_sources,
 )
+from cloudrunner.sources import files as sources_module
 
 
 def write(path: Path, hooks: dict[str, object] | str) -> bytes:
@@ -243,7 +244,7 @@ def test_reload_reads_only_what_a_fresh_load_would(
     remembered by their identity (the same objects, not read again); only the edited one
     is read."""
     monkeypatch.setattr(sources_module, "RACY_NS", -(10**18))  # every file counts as settled
-    sources_module.forget_loaded_sources()
+    forget_loaded_sources()
     first = load_sources(layout)
     reads: list[Path] = []
     real = sources_module.read_hooks_bytes
@@ -262,7 +263,7 @@ def test_reload_reads_only_what_a_fresh_load_would(
     edited = same.reload()
     assert edited.changed == (SourceKind.PROJECT,) and reads == [project_file]
     assert edited.source(SourceKind.TEAM) is first.source(SourceKind.TEAM)
-    sources_module.forget_loaded_sources()
+    forget_loaded_sources()
 
 
 def test_reload_refuses_a_file_swapped_for_a_symlink_out_of_its_directory(
@@ -329,7 +330,7 @@ def _pin(layout: SourceSettings, *digests: str) -> SourceSettings:
 
 
 def _project_digest(layout: SourceSettings) -> str:
-    from cloudrunner import pinning
+    from cloudrunner.sources import pinning
 
     assert layout.workspace is not None
     return pinning.compute(

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cloudrunner.hook_env import RESERVED, check_entry, resolve, resolve_all
+from cloudrunner.event.hook_env import RESERVED, check_entry, resolve, resolve_all
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.settings import SettingsError, load_settings
 

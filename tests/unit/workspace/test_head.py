@@ -11,6 +11,7 @@ import pytest
 
 from cloudrunner import workspace
 from cloudrunner.memo import BoundedMemo
+from cloudrunner.workspace import head
 from tests.support.git_repos import git, init_repo
 
 
@@ -75,8 +76,8 @@ def test_an_unborn_branch_or_a_git_file_answers_the_known_commit(
 def no_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
     """HEAD is remembered however fresh its files (a daemon remembers it once they are two
     seconds old): what is tested is that the remembered answer never hides a change."""
-    monkeypatch.setattr(workspace, "_RACY_NS", 0)
-    monkeypatch.setattr(workspace, "_heads", BoundedMemo())
+    monkeypatch.setattr(head, "_RACY_NS", 0)
+    monkeypatch.setattr(head, "_heads", BoundedMemo())
 
 
 def _age(repo: Path) -> None:
@@ -90,7 +91,7 @@ def test_a_remembered_head_still_sees_every_move(repo: Path) -> None:
     first = git(repo, "rev-parse", "HEAD")
     _age(repo)
     assert workspace.head_commit(ws) == first
-    assert any(key[0] == str(repo / ".git") for key in workspace._heads)  # remembered
+    assert any(key[0] == str(repo / ".git") for key in head._heads)  # remembered
     second = commit(repo, "b")
     _age(repo)
     assert workspace.head_commit(ws) == second

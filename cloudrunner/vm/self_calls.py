@@ -12,6 +12,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
+from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.settings import Settings
 
 #: the per-event clients' file names; each takes `hook EVENT`
@@ -68,8 +69,8 @@ def client_calls(path: Path) -> list[str]:
 def self_call_problem(settings: Settings) -> str | None:
     """The line that refuses a daemon whose enterprise or team hooks call its client, or None."""
     for kind, key, path in (
-        ("enterprise", "sources.enterprise_hooks", settings.sources.enterprise_hooks),
-        ("team", "sources.team_hooks", settings.sources.team_hooks),
+        (SourceKind.ENTERPRISE, "sources.enterprise_hooks", settings.sources.enterprise_hooks),
+        (SourceKind.TEAM, "sources.team_hooks", settings.sources.team_hooks),
     ):
         if path is None:
             continue

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cloudrunner.refusals import ErrorCode
-from cloudrunner.repo_files import real_path
+from cloudrunner.workspace.repo_files import real_path
 
 MISMATCH = ErrorCode.WORKSPACE_MISMATCH
 INVALID = ErrorCode.PAYLOAD_INVALID

@@ -15,10 +15,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cloudrunner import pinning
 from cloudrunner.cli import main
 from cloudrunner.shell import syntax as shell_syntax
-from cloudrunner.sources import SourceSettings, SourceStatus, forget_loaded_sources, load_sources
+from cloudrunner.sources import (
+    SourceSettings,
+    SourceStatus,
+    forget_loaded_sources,
+    load_sources,
+    pinning,
+)
 from tests.support.git_repos import write_hooks
 
 #: each form may run scripts/x.sh (the edited script) without naming it plainly; the glob

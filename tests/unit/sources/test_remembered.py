@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cloudrunner import sources
 from cloudrunner.protocol.profiles import SourceKind
-from cloudrunner.sources import SourceSettings, SourceStatus, load_sources
+from cloudrunner.sources import SourceSettings, SourceStatus, files, load_sources, loading
 
 
 def document(command: str) -> bytes:
@@ -28,9 +27,9 @@ def project_commands(settings: SourceSettings) -> list[str]:
 
 @pytest.fixture(autouse=True)
 def fresh_cache() -> Iterator[None]:
-    sources.forget_loaded_sources()
+    loading.forget_loaded_sources()
     yield
-    sources.forget_loaded_sources()
+    loading.forget_loaded_sources()
 
 
 @pytest.fixture
@@ -46,20 +45,20 @@ class Reads:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        real = sources.read_hooks_bytes
+        real = files.read_hooks_bytes
 
         def counting(path: Path, root: Path) -> bytes:
             if path.parent.name == ".cursor":
                 self.count += 1
             return real(path, root)
 
-        monkeypatch.setattr(sources, "read_hooks_bytes", counting)
+        monkeypatch.setattr(files, "read_hooks_bytes", counting)
 
 
 def test_an_unchanged_settled_file_is_read_once(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sources, "RACY_NS", -(10**18))  # every file counts as settled
+    monkeypatch.setattr(files, "RACY_NS", -(10**18))  # every file counts as settled
     reads = Reads(monkeypatch)
     settings = SourceSettings(workspace=repo)
     first = load_sources(settings).source(SourceKind.PROJECT)
@@ -88,7 +87,7 @@ def test_a_recently_changed_file_is_read_on_every_load(
 def test_a_changed_file_is_read_again_and_its_hash_checked(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sources, "RACY_NS", -(10**18))
+    monkeypatch.setattr(files, "RACY_NS", -(10**18))
     reads = Reads(monkeypatch)
     settings = SourceSettings(workspace=repo)
     hooks = repo / ".cursor" / "hooks.json"
@@ -110,7 +109,7 @@ def test_a_changed_file_is_read_again_and_its_hash_checked(
 def test_a_remembered_file_swapped_for_an_escaping_symlink_is_refused(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sources, "RACY_NS", -(10**18))
+    monkeypatch.setattr(files, "RACY_NS", -(10**18))
     settings = SourceSettings(workspace=repo)
     assert project_commands(settings) == ["first"]
     outside = tmp_path / "outside.json"
@@ -126,7 +125,7 @@ def test_a_remembered_file_swapped_for_an_escaping_symlink_is_refused(
 def test_a_remembered_directory_swapped_for_an_escaping_symlink_is_refused(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sources, "RACY_NS", -(10**18))
+    monkeypatch.setattr(files, "RACY_NS", -(10**18))
     settings = SourceSettings(workspace=repo)
     assert project_commands(settings) == ["first"]
     # The very same file (a hard link) reached through a .cursor that now points outside.
@@ -143,7 +142,7 @@ def test_a_remembered_directory_swapped_for_an_escaping_symlink_is_refused(
 def test_each_source_and_profile_is_remembered_apart(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sources, "RACY_NS", -(10**18))
+    monkeypatch.setattr(files, "RACY_NS", -(10**18))
     team = tmp_path / "team.json"
     team.write_bytes(document("team"))
     trusting = SourceSettings(workspace=repo, team_path=team)
@@ -206,7 +205,7 @@ def test_any_recent_time_in_the_guard_keeps_a_load_unsettled(fresh: str) -> None
 
 
 def _settled(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sources, "RACY_NS", -(10**18))  # every file counts as settled
+    monkeypatch.setattr(files, "RACY_NS", -(10**18))  # every file counts as settled
 
 
 def test_an_unchanged_set_is_answered_without_its_loaders(
@@ -216,8 +215,8 @@ def test_an_unchanged_set_is_answered_without_its_loaders(
     settings = SourceSettings(workspace=repo)
     first = load_sources(settings)
     calls: list[SourceSettings] = []
-    real = sources._load_all
-    monkeypatch.setattr(sources, "_load_all", lambda s: calls.append(s) or real(s))
+    real = loading._load_all
+    monkeypatch.setattr(loading, "_load_all", lambda s: calls.append(s) or real(s))
     assert load_sources(SourceSettings(workspace=repo)) is first
     assert calls == []
     (repo / ".cursor" / "hooks.json").write_bytes(document("second"))
@@ -239,7 +238,7 @@ def test_a_pinned_project_set_is_never_remembered(
     _settled(monkeypatch)
     settings = SourceSettings(workspace=repo, project_digests=frozenset({"sha256:0"}))
     assert load_sources(settings) is not load_sources(settings)
-    assert len(sources._sets) == 0
+    assert len(loading._sets) == 0
 
 
 def test_operator_hooks_moved_into_the_workspace_by_a_link_above_them_are_refused(

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from cloudrunner.audit import verify_log
 from cloudrunner.settings import load_settings
 from cloudrunner.worker import PayloadRefused, Worker
-from cloudrunner.workspace_match import MISMATCH, check_roots
+from cloudrunner.workspace.match import MISMATCH, check_roots
 from tests.support.audit_records import read_records
 from tests.support.git_repos import empty_repo
 

@@ -20,6 +20,7 @@ import stat
 from pathlib import Path
 
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.protocol.diagnostic_codes import DiagnosticCode
 
 
 class RepoFileRefused(CloudrunnerError):
@@ -76,28 +77,32 @@ def open_inside(path: Path, root: Path) -> int:
     real = real_path(path)
     real_root = real_path(root)
     if not inside(real, real_root):
-        raise RepoFileRefused("symlink-escape", _escape(path, real, root))
+        raise RepoFileRefused(DiagnosticCode.SYMLINK_ESCAPE, _escape(path, real, root))
     try:
         # O_NONBLOCK: opening a FIFO must not hang the worker; the fstat below refuses it.
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
         raise RepoFileRefused(
-            "dangling-symlink", f"{path} is a symlink to a file that does not exist"
+            DiagnosticCode.DANGLING_SYMLINK, f"{path} is a symlink to a file that does not exist"
         ) from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise RepoFileRefused(
-                "symlink-escape", f"{path} changed into a symlink while being read"
+                DiagnosticCode.SYMLINK_ESCAPE, f"{path} changed into a symlink while being read"
             ) from None
-        raise RepoFileRefused("unreadable", f"cannot open {path}: {exc.strerror}") from None
+        raise RepoFileRefused(
+            DiagnosticCode.UNREADABLE, f"cannot open {path}: {exc.strerror}"
+        ) from None
     try:
         opened = _opened_path(fd)
         if opened is not None and not inside(opened, real_root):
-            raise RepoFileRefused("symlink-escape", _escape(path, opened, root))
+            raise RepoFileRefused(DiagnosticCode.SYMLINK_ESCAPE, _escape(path, opened, root))
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise RepoFileRefused("not-regular", f"{path} is {kind}; it must be a regular file")
+            raise RepoFileRefused(
+                DiagnosticCode.NOT_REGULAR, f"{path} is {kind}; it must be a regular file"
+            )
     except BaseException:
         os.close(fd)
         raise
@@ -115,7 +120,9 @@ def read_inside(path: Path, root: Path, *, max_bytes: int, limit: str = "") -> b
     try:
         size = os.fstat(fd).st_size
         if size > max_bytes:
-            raise RepoFileRefused("too-large", _too_large(path, size, max_bytes, limit))
+            raise RepoFileRefused(
+                DiagnosticCode.TOO_LARGE, _too_large(path, size, max_bytes, limit)
+            )
         chunks = []
         total = 0
         while total <= max_bytes:
@@ -125,10 +132,14 @@ def read_inside(path: Path, root: Path, *, max_bytes: int, limit: str = "") -> b
             chunks.append(chunk)
             total += len(chunk)
         if total > max_bytes:  # grew while being read
-            raise RepoFileRefused("too-large", _too_large(path, total, max_bytes, limit))
+            raise RepoFileRefused(
+                DiagnosticCode.TOO_LARGE, _too_large(path, total, max_bytes, limit)
+            )
         return b"".join(chunks)
     except OSError as exc:
-        raise RepoFileRefused("unreadable", f"cannot read {path}: {exc.strerror}") from None
+        raise RepoFileRefused(
+            DiagnosticCode.UNREADABLE, f"cannot read {path}: {exc.strerror}"
+        ) from None
     finally:
         os.close(fd)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner import pinning
 from cloudrunner.cli import main
+from cloudrunner.sources import pinning
 
 
 def repo(tmp_path: Path, commands: list[str]) -> Path:

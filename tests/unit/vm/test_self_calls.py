@@ -1,4 +1,4 @@
-"""A daemon never loads hooks that call its own client (cloudrunner/self_calls.py): the
+"""A daemon never loads hooks that call its own client (cloudrunner/vm/self_calls.py): the
 agent's hooks file found where the fleet's hooks should be, and hostile files there."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cloudrunner.self_calls import calls_client, client_calls, self_call_problem
 from cloudrunner.settings import load_settings
+from cloudrunner.vm.self_calls import calls_client, client_calls, self_call_problem
 
 AGENT_FILE = {
     "version": 1,

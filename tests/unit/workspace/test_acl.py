@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cloudrunner import acl
-from cloudrunner.acl import Entry
+from cloudrunner.workspace import acl
+from cloudrunner.workspace.acl import Entry
 
 _OBJ = acl.UNDEFINED_ID
 perms = st.integers(0, 7)

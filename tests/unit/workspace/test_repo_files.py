@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from cloudrunner import validate
 from cloudrunner.images import project_image as environment
 from cloudrunner.protocol.profiles import Profile, SourceKind
-from cloudrunner.repo_files import (
+from cloudrunner.workspace.repo_files import (
     RepoFileRefused,
     inside,
     read_inside,

@@ -50,7 +50,7 @@ from cloudrunner import shell as shell_syntax
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.claude_config import parse_claude_settings
 from cloudrunner.protocol.config import parse_hooks_file
-from cloudrunner.repo_files import RepoFileRefused, inside, open_inside
+from cloudrunner.workspace import RepoFileRefused, inside, open_inside
 
 DIGEST_PREFIX = "sha256:"
 DIGEST_VERSION = 2

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from cloudrunner import acl
-from cloudrunner.workspace import WorkspaceError
+from cloudrunner.workspace import acl
+from cloudrunner.workspace.checkout import WorkspaceError
 
 Mechanism = Literal["owner", "acl", "deferred"]
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner import acl, ownership
-from cloudrunner.ownership import WorkspaceAccessError
+from cloudrunner.workspace import acl, ownership
+from cloudrunner.workspace.ownership import WorkspaceAccessError
 from tests.support.ci import needs_root
 
 HOOK = 10001

@@ -27,6 +27,7 @@ from cloudrunner.egress.rules import EgressSettings
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.profiles import MANAGED_NAMES, SOURCE_NAMES, SourceKindName
 from cloudrunner.sandbox.limits import MIB, ByteSize, SandboxProfile
+from cloudrunner.telemetry import TelemetrySettings
 
 DEFAULT_CONFIG_PATHS = (Path("/etc/cloudrunner/config.toml"),)
 DEFAULT_STATE_DIR = Path("/var/lib/cloudrunner")
@@ -275,6 +276,7 @@ class Settings(_Section):
     home: HomeSettings = Field(default_factory=HomeSettings)
     egress: EgressSettings = Field(default_factory=EgressSettings)
     hook_env: HookEnvSettings = Field(default_factory=HookEnvSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 
     @model_validator(mode="after")
     def _egress_fits_the_sandbox(self) -> Settings:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from cloudrunner.daemon.errors import draining
+from cloudrunner.telemetry import span
 
 
 class Admission:
@@ -58,7 +59,8 @@ class Admission:
         """Hold a slot while the block runs (`queued`: `queue` was called for this event)."""
         if not queued:
             self.queue()
-        self._slots.acquire()
+        with span("admission.slot"):  # the wait for a free slot
+            self._slots.acquire()
         with self._lock:
             self._waiting -= 1
             self._in_flight += 1

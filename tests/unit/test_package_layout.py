@@ -13,7 +13,7 @@ import cloudrunner
 
 PACKAGE = Path(cloudrunner.__file__).parent
 #: the sub-packages whose public names their `__init__` exports
-PACKAGES = ("client", "images", "replay", "shell", "validate", "vm")
+PACKAGES = ("client", "images", "replay", "shell", "telemetry", "validate", "vm")
 #: module names said twice before the event path's modules move (issue 36 removes these);
 #: the check is that no new one appears
 KNOWN_TWICE = frozenset({

@@ -38,6 +38,8 @@ COMMAND = (
     f"cat >/dev/null; : {COMMAND_MARKER}; printf '%s-%s' OUT-PUT MARKER-51aa >&2; "
     "printf '{\"continue\": true}'"
 )
+#: a second hook of the same source (so the two run side by side) that the sandbox fails
+MISSING = "missing-program-3f1c --verbose"
 #: quick batches and a short export timeout (the standard variables, honoured)
 OTEL_ENV = {"OTEL_BSP_SCHEDULE_DELAY": "50", "OTEL_EXPORTER_OTLP_TIMEOUT": "1"}
 EVENT_SPANS = {
@@ -52,7 +54,8 @@ def traced_daemon(
     tmp_path.chmod(0o755)
     deployed = make_deployment(tmp_path, tracker.worker_id)
     deployed.isolation = "session"
-    hooks = {"version": 1, "hooks": {"beforeSubmitPrompt": [{"command": COMMAND}]}}
+    hooks = {"version": 1, "hooks": {"beforeSubmitPrompt": [{"command": COMMAND},
+                                                             {"command": MISSING}]}}  # fmt: skip
     (deployed.enterprise / "hooks.json").write_text(json.dumps(hooks))
     config = tmp_path / "config.toml"
     config.write_text(f'[telemetry]\notlp_endpoint = "{endpoint}"\n')
@@ -106,7 +109,7 @@ def test_each_event_is_one_trace_under_the_agents_parent_with_no_payload(
             payload = json.dumps(prompt_event(deployed, generation)).encode()
             outcome = run_one(client, ["hook", "beforeSubmitPrompt"], payload, env)
             assert outcome.code == 0, outcome.stderr
-            assert json.loads(outcome.stdout) == {"continue": True}
+            assert json.loads(outcome.stdout)["continue"] is True
         # a malformed traceparent, sent raw (the clients never send one): answered, a new
         # trace, and the front span says why
         with socket.socket(socket.AF_UNIX) as raw:
@@ -151,18 +154,25 @@ def test_each_event_is_one_trace_under_the_agents_parent_with_no_payload(
             if s.name == "cloudrunner.audit.sync"
         )
         assert syncs == ["closing", "received"]
-        (hook,) = [s for s in under if s.name == "cloudrunner.hook"]
-        assert hook.attributes["cloudrunner.hook.source"] == "enterprise"
-        assert hook.attributes["cloudrunner.hook.command_sha256"] == (
-            hashlib.sha256(COMMAND.encode()).hexdigest()
-        )
-        assert hook.attributes["cloudrunner.hook.status"] == "ok"
-        assert hook.attributes["cloudrunner.hook.exit_code"] == 0
-        assert hook.attributes["cloudrunner.sandbox.image"]
-        assert "cloudrunner.hook.cause" not in hook.attributes
+        hooks = {
+            s.attributes["cloudrunner.hook.command_sha256"]: s.attributes
+            for s in under
+            if s.name == "cloudrunner.hook"
+        }
+        assert len(hooks) == 2  # both ran side by side, each under the event's front span
+        ran = hooks[hashlib.sha256(COMMAND.encode()).hexdigest()]
+        assert ran["cloudrunner.hook.source"] == "enterprise"
+        assert ran["cloudrunner.hook.id"].startswith("enterprise:")
+        assert ran["cloudrunner.hook.status"] == "ok"
+        assert ran["cloudrunner.hook.exit_code"] == 0
+        assert ran["cloudrunner.sandbox.image"] and ran["cloudrunner.sandbox.isolation"]
+        assert "cloudrunner.hook.cause" not in ran
+        failed = hooks[hashlib.sha256(MISSING.encode()).hexdigest()]
+        assert failed["cloudrunner.hook.exit_code"] == 127
+        assert failed["cloudrunner.hook.cause"] == "missing_program"
 
     exported = b"".join(receiver.bodies)
-    for secret in (PROMPT, "hunter2", COMMAND_MARKER, OUTPUT_MARKER, "OUT-PUT"):
+    for secret in (PROMPT, "hunter2", COMMAND_MARKER, OUTPUT_MARKER, "OUT-PUT", "3f1c"):
         assert secret.encode() not in exported, secret
     # the audit log has the events, and the hook did print its output there
     assert OUTPUT_MARKER in deployed.audit_log.read_text()
@@ -190,10 +200,10 @@ def test_a_hung_collector_loses_spans_counted_never_an_event(
         try:
             for n in range(3):
                 reply = daemon.event("beforeSubmitPrompt", prompt_event(deployed, f"gen-{n}"))
-                assert reply.status == 200 and json.loads(reply.body) == {"continue": True}
+                assert reply.status == 200 and json.loads(reply.body)["continue"] is True
             hung.wait_requests(1)  # the exporter is in the collector, unanswered
             reply = daemon.event("beforeSubmitPrompt", prompt_event(deployed, "gen-while-hung"))
-            assert reply.status == 200 and json.loads(reply.body) == {"continue": True}
+            assert reply.status == 200 and json.loads(reply.body)["continue"] is True
             dropped = _dropped_after(daemon, deadline_s=60)
         finally:
             daemon.stop()

@@ -376,8 +376,7 @@ class EventPipeline:
         and the event fails (EventNotRecorded); when the preparation fails, the record is
         still synced before its error goes on (as when the two ran side by side)."""
         try:
-            with telemetry.span("prepare"):  # transcript, homes, the first warm sandbox
-                prepared = prepare()
+            prepared = prepare()
         except BaseException:
             durable()
             raise

@@ -10,7 +10,16 @@ Nothing here imports OpenTelemetry until tracing starts.
 
 from cloudrunner.telemetry.endpoint import TelemetryError, TelemetrySettings
 from cloudrunner.telemetry.provider import Tracing, start
-from cloudrunner.telemetry.spans import OFF, carry, event_ids, front, hook, hook_ran, span
+from cloudrunner.telemetry.spans import (
+    OFF,
+    carry,
+    event_ids,
+    front,
+    hook,
+    hook_ran,
+    span,
+    waited,
+)
 
 __all__ = [
     "OFF",
@@ -24,4 +33,5 @@ __all__ = [
     "hook_ran",
     "span",
     "start",
+    "waited",
 ]

@@ -123,6 +123,7 @@ def test_a_hung_collector_never_holds_up_an_event(tracing_to: list[Tracing]) -> 
         receiver.wait_requests(1)  # the exporter's thread is stuck in the collector now
         for _ in range(20):  # each makes 3 spans; the queue holds 8
             one_event()
+        tracing.settle()  # every trace made into the SDK's spans (by the builder thread)
         # all twenty events ended while the one export was still unanswered
         assert receiver.requests == 1
         assert tracing.dropped == 20 * 3 - 8

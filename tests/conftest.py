@@ -16,6 +16,7 @@ import docker.errors
 import pytest
 import requests
 
+from tests.support import packages
 from tests.support.ci import check_ci_user, missing
 from tests.support.docker_tracking import DockerTracker
 
@@ -32,6 +33,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that disturb the shared engine (stop dockerd) run after everything else."""
     items.sort(key=lambda item: item.get_closest_marker("disruptive") is not None)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The release artefacts (tests/support/packages.py) start building as soon as a test
+    that needs them is collected, in the background while the tests before it run."""
+    if session.config.option.collectonly:
+        return
+    names = {item.path.name for item in session.items}
+    if names & set(packages.USERS):
+        packages.start_building(upgrade=bool(names & set(packages.UPGRADE_USERS)))
 
 
 @pytest.fixture(scope="session")

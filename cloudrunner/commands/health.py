@@ -79,7 +79,7 @@ def _plain(value: object) -> "str | None":
 
 def version_mismatch(body: bytes) -> "str | None":
     """The one line saying the daemon's version (its /healthz answer) is not this client's,
-    or None when they are the same. client/health.go says the same words."""
+    or None when they are the same. client/internal/health/health.go says the same words."""
     import json
 
     from cloudrunner.version import VERSION

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import git
+from tests.support.git_repos import committed_repo, git
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -59,6 +59,12 @@ class Deployment:
             **fields,
         }
 
+    def shell_event(self, command: str = "ls", **fields: Any) -> dict[str, Any]:
+        """A beforeShellExecution event of `command`, run in the workspace."""
+        return self.event(
+            "beforeShellExecution", command=command, cwd=str(self.workspace), **fields
+        )
+
     def run(
         self,
         payload: dict[str, Any] | bytes,
@@ -88,8 +94,11 @@ class Deployment:
         assert isinstance(value, dict)
         return value
 
-    def records(self) -> list[dict[str, Any]]:
-        """Every intact record (a torn line, acknowledged by a later record, is left out)."""
+    def records(self, *, missing_ok: bool = False) -> list[dict[str, Any]]:
+        """Every intact record (a torn line, acknowledged by a later record, is left out);
+        none when `missing_ok` and there is no log yet."""
+        if missing_ok and not self.audit_log.exists():
+            return []
         out = []
         for line in self.audit_log.read_text().splitlines():
             try:
@@ -101,9 +110,7 @@ class Deployment:
 
 def bare_origin(base: Path, src: Path, message: str = "demo") -> Path:
     """`src` committed on main and cloned bare to `base/origin.git` (the deployment's repo)."""
-    git(src, "init", "-q", "-b", "main")
-    git(src, "add", "-A")
-    git(src, "commit", "-q", "-m", message)
+    committed_repo(src, message)
     origin = base / "origin.git"
     git(base, "clone", "-q", "--bare", str(src), str(origin))
     return origin

@@ -17,7 +17,7 @@ from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID
 from tests.support.ci import needs_root
 from tests.support.daemon_process import daemon_process
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import git
+from tests.support.git_repos import git, init_repo
 from tests.support.two_clients import missing_client, shell_event_through_both
 
 pytestmark = [pytest.mark.docker, needs_root("needs root to give the checkout to other uids")]
@@ -44,7 +44,7 @@ def _checkout(base: Path, *, root_dir: bool, owner: int) -> Path:
     (ws / ".cursor" / "hooks.json").write_text(json.dumps(hooks))
     (ws / "tool.sh").write_text("#!/bin/sh\necho tool\n")
     (ws / "tool.sh").chmod(0o644)
-    git(ws, "init", "-q", "-b", "main")
+    init_repo(ws)
     (ws / ".git" / "info" / "exclude").write_text(".hook-view/\n")
     git(ws, "add", "-A")
     git(ws, "commit", "-q", "-m", "a script without its x bit")

@@ -32,6 +32,7 @@ import yaml
 
 from tests.support.doc_examples import ROOT
 from tests.support.docker_tracking import DockerTracker
+from tests.support.git_repos import committed_repo, git
 from tests.unit.test_ci_files import check_call, cloudrunner_calls
 
 pytestmark = pytest.mark.docker
@@ -110,6 +111,15 @@ class Run:
         left = self.evaluate("${{ " + match.group(1) + " }}", steps)
         return (left == match.group(3)) == (match.group(2) == "==")
 
+    def fresh_python(self, into: Path) -> None:
+        """A new virtual environment of this interpreter's Python, with pip and nothing
+        else: made once per run and copied for each job (what pip then installs in a copy
+        gets that copy's paths)."""
+        template = self.tmp / "fresh-python"
+        if not template.is_dir():
+            subprocess.run([sys.executable, "-m", "venv", str(template)], check=True)
+        shutil.copytree(template, into, symlinks=True)
+
     def job(self, name: str, job: dict[str, Any]) -> list[str]:
         """Run one job's steps; return the names of the steps run, in order."""
         workspace = self.tmp / name / "workspace"
@@ -134,7 +144,7 @@ class Run:
                 subprocess.run(["git", "clone", "-q", str(source), str(into)], check=True)
             elif uses.startswith("actions/setup-python@"):
                 python = self.tmp / name / "python"
-                subprocess.run([sys.executable, "-m", "venv", str(python)], check=True)
+                self.fresh_python(python)
                 rest = [p for p in env["PATH"].split(":") if p != str(ROOT / ".venv" / "bin")]
                 env["PATH"] = ":".join([str(python / "bin"), *rest])
             elif uses.startswith(("actions/cache@", "actions/cache/restore@")):
@@ -175,11 +185,6 @@ class Run:
         return ran
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout.strip()  # fmt: skip
-
-
 def test_every_cloudrunner_call_in_the_workflow_exists() -> None:
     for job in load_workflow()["jobs"].values():
         for step in job["steps"]:
@@ -192,18 +197,7 @@ def test_the_workflow_runs_its_jobs_in_order_with_the_image_cached_between_them(
 ) -> None:
     hooks_repo = tmp_path / "hooks-repo"
     shutil.copytree(ROOT / "examples" / "demo-repo", hooks_repo)
-    git(hooks_repo, "init", "-q", "-b", "main")
-    git(hooks_repo, "add", "-A")
-    git(
-        hooks_repo,
-        "-c",
-        "user.name=ci",
-        "-c",
-        "user.email=ci@example.invalid",
-        "commit",
-        "-qm",
-        "hooks",
-    )
+    committed_repo(hooks_repo, "hooks")
     shims = tmp_path / "shims"
     shims.mkdir()
     for name, text in SHIMS.items():

@@ -24,11 +24,13 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import tarfile
 import tomllib
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,6 +122,26 @@ def vm_image(docker_client: docker.DockerClient) -> Iterator[str]:
     finally:
         with contextlib.suppress(docker.errors.NotFound):
             docker_client.images.remove(tag, noprune=True)
+
+
+@pytest.fixture
+def newer_release(release: Path, tmp_path: Path) -> Iterator[Future[Path]]:
+    """Version N+1 (lintian skipped: N was checked), built by packaging/deb/build from the
+    release's own wheel: once per run beside the release (tests/support/packages.py) where
+    that helper exists, else here in the background while the test installs version N."""
+    try:
+        from tests.support.packages import upgrade_built  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        upgrade_built = None
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        if upgrade_built is not None:
+            yield pool.submit(upgrade_built)
+            return
+        into = tmp_path / "newer"
+        into.mkdir()
+        for wheel in release.glob(f"cloudrunner-*manylinux*_{platform.machine()}.whl"):
+            shutil.copy2(wheel, into)  # packaging/deb/build takes the project's wheel from here
+        yield pool.submit(build_debs, into, f"{project_version()}+upgrade1", lintian=False)
 
 
 @dataclass
@@ -268,12 +290,10 @@ def test_the_agent_vm_quick_start_runs_as_written_on_a_clean_bookworm(
 
 
 def test_an_upgrade_keeps_the_settings_and_the_audit_chain_and_purge_keeps_the_state(
-    vm: Vm, release: Path, tmp_path: Path
+    vm: Vm, release: Path, newer_release: Future[Path]
 ) -> None:
-    newer = build_debs(tmp_path / "newer", version=f"{project_version()}+upgrade1", lintian=False)
     (deb_n,) = release.glob(f"cloudrunner_*_{ARCH}.deb")
-    (deb_n1,) = newer.glob(f"*_{ARCH}.deb")
-    vm.put(RELEASE, [deb_n, deb_n1])
+    vm.put(RELEASE, [deb_n])
     vm.sh(f"apt-get install -y ./{deb_n.name}")
     # the operator's edit: a top-level key, after state_dir (before the first table)
     vm.sh(r"sed -i 's|^state_dir = .*|&\nhook_timeout = 45.0|' /etc/cloudrunner/config.toml")
@@ -284,6 +304,8 @@ def test_an_upgrade_keeps_the_settings_and_the_audit_chain_and_purge_keeps_the_s
     vm.stop_daemon()
     before = vm.sh("cloudrunner audit verify /var/lib/cloudrunner/audit.log")[1]
 
+    (deb_n1,) = newer_release.result().glob(f"*_{ARCH}.deb")
+    vm.put(RELEASE, [deb_n1])
     vm.sh(f"apt-get install -y ./{deb_n1.name}")
     assert vm.sh("dpkg-query -W -f '${Version}' cloudrunner")[1] == f"{project_version()}+upgrade1"
     assert vm.read("/etc/cloudrunner/config.toml") == edited

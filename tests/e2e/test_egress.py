@@ -52,11 +52,14 @@ PROBE = textwrap.dedent(
     # what this hook can reach: through the proxy (allowed, refused, https) and around it
     ip=$(jq -r .command)
     code() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@" || true; }
+    # the two tries around the proxy wait out their timeouts at once, meanwhile the rest
+    exec 4< <(code --noproxy '*' --max-time 3 "http://$ip/")
+    exec 5< <(timeout 3 bash -c "exec 3<>/dev/tcp/$ip/443" 2>/dev/null && echo open || echo noroute)
     a=$(code http://allowed.test/)
     b=$(code http://denied.test/)
     c=$(code --cacert .cursor/ca.pem https://allowed.test/)
-    d=$(code --noproxy '*' --max-time 3 "http://$ip/")
-    e=$(timeout 3 bash -c "exec 3<>/dev/tcp/$ip/443" 2>/dev/null && echo open || echo noroute)
+    d=$(cat <&4)
+    e=$(cat <&5)
     printf '{"permission": "deny", "user_message": "%s %s %s %s %s"}' "$a" "$b" "$c" "$d" "$e"
     """
 )
@@ -131,7 +134,7 @@ def internet(
     return name, address, ca
 
 
-def _repo(deployment: Deployment, ca: Path) -> None:
+def _add_probe_hook(deployment: Deployment, ca: Path) -> None:
     """Give the demo repository a project hook that probes the network."""
     src = deployment.root / "src"
     hooks = src / ".cursor" / "hooks"
@@ -197,7 +200,7 @@ def test_allowlisted_names_pass_others_are_refused_and_nothing_bypasses_the_prox
     docker_tracker: DockerTracker,
 ) -> None:
     network, address, ca = internet
-    _repo(deployment, ca)
+    _add_probe_hook(deployment, ca)
     rules = deployment.root / "egress-rules.toml"
     rules.write_text('[project]\npolicy = "allowlist"\ndomains = ["allowed.test"]\n')
     flags = _settings(deployment, network, rules, proxy_image)
@@ -266,7 +269,7 @@ def test_runsc_without_a_network_refuses_an_allowlisted_source_clearly(
     runtimes = (docker_client.info() or {}).get("Runtimes") or {}
     if "--network=none" not in ((runtimes.get("runsc") or {}).get("runtimeArgs") or []):
         missing("this test needs runsc registered with --network=none (bash scripts/docker-up)")
-    _repo(deployment, ca)
+    _add_probe_hook(deployment, ca)
     rules = deployment.root / "egress-rules.toml"
     rules.write_text('[project]\npolicy = "allowlist"\ndomains = ["allowed.test"]\n')
     flags = _settings(deployment, network, rules, proxy_image)
@@ -295,7 +298,7 @@ def test_the_daemon_takes_rules_by_api_counts_attempts_and_reports_a_dead_proxy(
     from tests.support.daemon_process import daemon_process
 
     network, address, ca = internet
-    _repo(deployment, ca)
+    _add_probe_hook(deployment, ca)
     rules = deployment.root / "egress-rules.toml"  # absent: the settings' rules hold
     flags = _settings(deployment, network, rules, proxy_image)
     config = Path(flags[-1])

@@ -16,7 +16,6 @@ import json
 import shlex
 import textwrap
 import threading
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from tests.e2e.conftest import Deployment
 from tests.e2e.test_egress import _proxies, proxy_image, start_server
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -108,13 +108,13 @@ def _setup(
     return [*deployment.flags(), "--config", str(settings)]
 
 
-def _shell(
+def _run_script(
     deployment: Deployment, flags: list[str], script: str, conversation: str = "conv-1"
 ) -> str:
-    payload = deployment.event(
-        "beforeShellExecution", command=script, cwd=str(deployment.workspace),
-        conversation_id=conversation, generation_id=f"gen-{uuid.uuid4().hex[:6]}",
-    )  # fmt: skip
+    """`script` run by the repository's shell hook; what it printed."""
+    payload = deployment.shell_event(
+        script, conversation_id=conversation, generation_id=f"gen-{uuid.uuid4().hex[:6]}"
+    )
     proc = deployment.run(payload, flags=flags)
     assert proc.returncode == 0, proc.stderr.decode()
     answer: dict[str, Any] = json.loads(proc.stdout)
@@ -170,7 +170,7 @@ def test_ip_literals_pass_only_when_listed_and_plain_http_only_to_port_80(
             "-w '%{http_code}' --max-time 10 -x http://cloudrunner-egress-proxy:3128 "
             "http://allowed.test/)"
         )
-        seen = dict(part.split("=", 1) for part in _shell(deployment, flags, script).split())
+        seen = dict(part.split("=", 1) for part in _run_script(deployment, flags, script).split())
         assert seen == {
             "name": "200", **{k: "403" for k in forms}, "connect": "403", "tls": "403",
             "port443": "403", "port8080": "403", "nocred": "407",
@@ -196,7 +196,7 @@ def test_ip_literals_pass_only_when_listed_and_plain_http_only_to_port_80(
         )
         script = RAW + "".join(f"echo {k}=$(raw GET http://{v}/); " for k, v in forms.items())
         script += f"echo other=$(raw GET http://{world.address.rsplit('.', 1)[0]}.254/)"
-        seen = dict(part.split("=", 1) for part in _shell(deployment, flags, script).split())
+        seen = dict(part.split("=", 1) for part in _run_script(deployment, flags, script).split())
         assert seen == {**{k: "200" for k in forms}, "other": "403"}, seen
     finally:
         _proxies(docker_client, docker_tracker)
@@ -212,14 +212,14 @@ def test_a_credential_dies_with_its_run_and_names_the_run_it_was_stolen_from(
     flags = _setup(deployment, world, _allow(world), extra='sandbox_subnets = "10.213.0.0/16"\n')
     try:
         # run 1 of conversation A uses its credential, then leaks it (here: in its answer)
-        out = _shell(
+        out = _run_script(
             deployment, flags, CODE + 'echo $(code http://allowed.test/) "$HTTPS_PROXY"', "conv-A"
         )
         status, stolen = out.split()
         assert status == "200" and stolen.startswith("http://project.")
         # a later run of conversation B uses it: refused, and recorded as a reuse
         script = CODE + f"echo $(code -x {shlex.quote(stolen)} http://allowed.test/)"
-        assert _shell(deployment, flags, script, "conv-B").split() == ["403"]
+        assert _run_script(deployment, flags, script, "conv-B").split() == ["403"]
         reuse = [r for r in _egress(deployment) if r.get("credential_run")]
         assert len(reuse) == 1, reuse
         (record,) = reuse
@@ -245,9 +245,9 @@ def test_a_credential_dies_with_its_run_and_names_the_run_it_was_stolen_from(
         # the proxy removed from outside: the next run starts another and says so
         (proxy,) = _proxies(docker_client, docker_tracker)
         proxy.remove(force=True)
-        assert _shell(deployment, flags, CODE + "echo $(code http://allowed.test/)").split() == [
-            "200"
-        ]
+        assert _run_script(
+            deployment, flags, CODE + "echo $(code http://allowed.test/)"
+        ).split() == ["200"]
         events = [r["proxy_event"] for r in deployment.records() if "proxy_event" in r]
         assert events and events[-1]["action"] == "replaced", events
         assert "removed" in events[-1]["reason"]
@@ -281,26 +281,26 @@ def test_one_session_cannot_reach_another_sessions_sandbox_or_use_its_credential
     result: dict[str, str] = {}
 
     def session_a() -> None:
-        result["a"] = _shell(deployment, flags, script_a, "conv-A")
+        result["a"] = _run_script(deployment, flags, script_a, "conv-A")
 
     a = threading.Thread(target=session_a)
     a.start()
     try:
-        for _ in range(600):
-            if info.exists() and len(info.read_text().split()) == 2:
-                break
-            time.sleep(0.1)
+        wait_for(
+            lambda: info.exists() and len(info.read_text().split()) == 2,
+            "session A writing its address and credential", timeout_s=60,
+        )  # fmt: skip
         address, credential = info.read_text().split()
         payload = deployment.event(
             "beforeShellExecution", cwd=str(other), conversation_id="conv-B",
             workspace_roots=[str(other)],
             command=(
-                CODE
-                + f"echo tcp=$(timeout 5 bash -c 'exec 3<>/dev/tcp/{address}/8000 && "
+                CODE  # the direct try waits out its timeout while the rest run
+                + f"exec 4< <(timeout 5 bash -c 'exec 3<>/dev/tcp/{address}/8000 && "
                 "head -c 6 <&3' 2>/dev/null || echo none); "
                 f"echo via-proxy=$(code http://{address}:8000/); "
                 f"echo stolen=$(code -x {shlex.quote(credential)} http://allowed.test/); "
-                "echo b-proxy=$(code http://allowed.test/)"
+                "echo b-proxy=$(code http://allowed.test/); echo tcp=$(cat <&4)"
             ),
         )  # fmt: skip
         proc = deployment.run(payload, flags=flags_b)

@@ -15,16 +15,7 @@ import pytest
 
 from tests.support.daemon_process import DaemonProcess, daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import hooks_repo
-
-GUARD = 'cat >/dev/null; echo \'{"permission": "allow"}\''
-
-
-def _repo(path: Path) -> Path:
-    return hooks_repo(path, {
-        "beforeShellExecution": [{"command": GUARD, "failClosed": True}],
-        "stop": [{"command": "cat >/dev/null; echo '{}'"}],
-    })  # fmt: skip
+from tests.support.git_repos import GUARD, guarded_repo
 
 
 def _payload(workspace: Path, event: str, **fields: Any) -> dict[str, Any]:
@@ -55,7 +46,7 @@ def _cloudrunner(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def scene(tmp_path: Path, docker_tracker: DockerTracker) -> tuple[Path, Path, list[str], str]:
     tmp_path.chmod(0o755)
-    workspace = _repo(tmp_path / "repo")
+    workspace = guarded_repo(tmp_path / "repo")
     state = tmp_path / "state"
     flags = [
         "--workspace", str(workspace), "--state-dir", str(state),
@@ -225,7 +216,7 @@ def test_a_configured_workspace_unusable_at_start_is_said_then_refused_until_fix
         refused = daemon.event("beforeShellExecution", shell)
         assert refused.status == 422, refused.body
         assert json.loads(refused.body)["error"]["code"] == "workspace-unavailable"
-        _repo(plain)  # the operator fixes the checkout while the daemon runs
+        guarded_repo(plain)  # the operator fixes the checkout while the daemon runs
         fixed = daemon.event("beforeShellExecution", shell)
         assert fixed.status == 200 and json.loads(fixed.body) == {"permission": "allow"}
     finally:

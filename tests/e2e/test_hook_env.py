@@ -13,7 +13,7 @@ import pytest
 from tests.support.ci import needs_root
 from tests.support.daemon_process import daemon_process
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import git
+from tests.support.git_repos import committed_repo
 from tests.support.two_clients import missing_client, shell_event_through_both
 
 pytestmark = [pytest.mark.docker, needs_root("needs root to own the workspace as root")]
@@ -57,9 +57,7 @@ def test_named_variables_pass_and_the_record_names_them(
     (ws / ".cursor" / "guard.sh").chmod(0o755)
     hooks = {"version": 1, "hooks": {"beforeShellExecution": [{"command": ".cursor/guard.sh"}]}}
     (ws / ".cursor" / "hooks.json").write_text(json.dumps(hooks))
-    git(ws, "init", "-q", "-b", "main")
-    git(ws, "add", "-A")
-    git(ws, "commit", "-q", "-m", "a guard on CI")
+    committed_repo(ws, "a guard on CI")
     config = tmp_path / "cloudrunner.toml"
     config.write_text(CONFIG)
     state = tmp_path / "state"

@@ -20,10 +20,11 @@ from cloudrunner import acl
 from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID
 from cloudrunner.settings import Settings, load_settings
 from cloudrunner.worker import PayloadRefused, Worker
+from tests.support.audit_records import read_records
 from tests.support.ci import missing, needs_root
 from tests.support.daemon_process import daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import git
+from tests.support.git_repos import bare_repo, git, init_repo
 from tests.support.mounts import mount
 
 pytestmark = pytest.mark.docker
@@ -98,13 +99,11 @@ class Setup:
         return (self.workspace / ".hook-view" / name).read_text()
 
 
-def _records(state: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (state / "audit.log").read_text().splitlines()]
-
-
 def _host_home(state: Path, source: str) -> Path:
     """Where the worker keeps a source's HOME (the hooks see it at /home/hook)."""
-    decisions = [r for r in _records(state) if r["kind"] == "decision" and r.get("homes")]
+    decisions = [
+        r for r in read_records(state / "audit.log") if r["kind"] == "decision" and r.get("homes")
+    ]
     return Path(decisions[-1]["homes"][source]["path"])
 
 
@@ -128,7 +127,7 @@ def _setup(tmp_path: Path, worker_id: str, *, commit: bool = True) -> Setup:
         )
     )
     (ws / "tracked.txt").write_text("one\n")
-    git(ws, "init", "-q", "-b", "main")
+    init_repo(ws)
     (ws / ".git" / "info" / "exclude").write_text(".hook-view/\n")
     git(ws, "add", "-A")
     if commit:
@@ -165,7 +164,7 @@ def test_a_root_owned_workspace_is_the_hooks_to_write_and_git_works(
         reply = worker.handle(_edit(setup, transcript_path=str(transcript)))
         assert reply.answer == {}
         worker.handle(_edit(setup, transcript_path=str(transcript)))
-    records = _records(setup.state)
+    records = read_records(setup.state / "audit.log")
     hooks = [r for r in records if r["kind"] == "hook"]
     assert [h["outcome"] for h in hooks] == ["ok"] * 4, hooks
     # hooks ran as the unprivileged uid, and could write the root-owned checkout
@@ -213,7 +212,7 @@ def test_a_hook_commits_in_a_checkout_of_another_uid(
     with Worker(setup.settings("session")) as worker:
         assert worker.handle(setup.event("stop", status="completed", loop_count=0)).answer == {}
         worker.handle(_edit(setup))
-    hooks = [r for r in _records(setup.state) if r["kind"] == "hook"]
+    hooks = [r for r in read_records(setup.state / "audit.log") if r["kind"] == "hook"]
     assert [h["outcome"] for h in hooks] == ["ok", "ok", "ok"], hooks
     # hooks ran as the owner: nothing was granted, git needed no exception
     assert setup.view("uid").strip() == str(owner)
@@ -232,7 +231,7 @@ def test_a_repository_without_commits_runs_and_a_hook_makes_the_first(
         worker.handle(_edit(setup))
         worker.handle(setup.event("stop", status="completed", loop_count=0))
         worker.handle(_edit(setup))
-    records = _records(setup.state)
+    records = read_records(setup.state / "audit.log")
     decisions = [r for r in records if r["kind"] == "decision"]
     assert decisions[0]["commit"] is None
     assert [r["outcome"] for r in records if r["kind"] == "hook"] == ["ok"] * 5
@@ -253,7 +252,7 @@ def test_a_symlinked_transcript_is_not_mounted_and_the_record_says_so(
     link.symlink_to(secret)
     with Worker(setup.settings("hook")) as worker:
         worker.handle(_edit(setup, transcript_path=str(link)))
-    records = _records(setup.state)
+    records = read_records(setup.state / "audit.log")
     decision = [r for r in records if r["kind"] == "decision"][-1]
     assert decision["transcript"]["visible_to_hooks"] is False
     assert "symbolic link" in decision["transcript"]["reason"]
@@ -273,7 +272,7 @@ def test_a_home_over_its_limit_stops_that_sources_hooks_with_the_fix_named(
         home = _host_home(setup.state, "project")
         (home / "big").write_bytes(b"x" * 200 * 1024)
         worker.handle(_edit(setup))
-    hooks = [r for r in _records(setup.state) if r["kind"] == "hook"]
+    hooks = [r for r in read_records(setup.state / "audit.log") if r["kind"] == "hook"]
     project = [h for h in hooks if h["source"] == "project"]
     assert project[-1]["outcome"] == "sandbox_error"
     assert str(home) in project[-1]["reason"] and "home.max_bytes" in project[-1]["reason"]
@@ -285,7 +284,7 @@ def test_a_home_over_its_limit_stops_that_sources_hooks_with_the_fix_named(
         worker.handle(_edit(setup))
         (home / "big").write_bytes(b"x" * 200 * 1024)
         worker.handle(_edit(setup))  # within the interval: the earlier size stands
-    last = [h for h in _records(setup.state) if h["kind"] == "hook"][-1]
+    last = [h for h in read_records(setup.state / "audit.log") if h["kind"] == "hook"][-1]
     assert (last["source"], last["outcome"]) == ("project", "ok")
 
 
@@ -304,7 +303,11 @@ def test_a_home_removed_between_events_is_made_again_within_the_interval(
         worker.handle(_edit(setup))
     assert (home / ".gitconfig").is_file()
     assert home.stat().st_uid != 0
-    project = [r for r in _records(setup.state) if r["kind"] == "hook" and r["source"] == "project"]
+    project = [
+        r
+        for r in read_records(setup.state / "audit.log")
+        if r["kind"] == "hook" and r["source"] == "project"
+    ]
     assert [h["outcome"] for h in project] == ["ok", "ok"]
 
 
@@ -326,7 +329,9 @@ def test_a_workspace_on_a_file_system_without_acls_is_refused_with_the_fix(
     assert refused.value.code == "workspace-unavailable"
     assert "does not support POSIX ACLs" in refused.value.message
     assert "chown -R 10001:10001" in refused.value.message
-    refusal = [r for r in _records(tmp_path / "noacl-state") if r["kind"] == "refused"]
+    refusal = [
+        r for r in read_records(tmp_path / "noacl-state" / "audit.log") if r["kind"] == "refused"
+    ]
     assert refusal and "POSIX ACLs" in refusal[-1]["reason"]
 
 
@@ -339,7 +344,7 @@ def test_under_gvisor_an_adopted_root_checkout_fails_loudly_with_the_fixes(
     setup = _setup(tmp_path, docker_tracker.worker_id)
     with Worker(setup.settings("hook", **{"sandbox.runtime": "runsc"})) as worker:
         worker.handle(_edit(setup))
-    hooks = [r for r in _records(setup.state) if r["kind"] == "hook"]
+    hooks = [r for r in read_records(setup.state / "audit.log") if r["kind"] == "hook"]
     assert [h["outcome"] for h in hooks] == ["sandbox_error", "sandbox_error"]
     reason = hooks[-1]["reason"]
     assert "gVisor (runtime runsc) does not apply the host's POSIX ACLs" in reason
@@ -359,7 +364,7 @@ def test_hooks_of_a_configured_user_commit_in_a_checkout_of_another(
     with Worker(settings) as worker:
         worker.handle(_edit(setup))
         worker.handle(setup.event("stop", status="completed", loop_count=0))
-    records = _records(setup.state)
+    records = read_records(setup.state / "audit.log")
     assert [r["outcome"] for r in records if r["kind"] == "hook"] == ["ok"] * 3
     assert setup.view("uid").strip() == str(hook)
     assert setup.view("git-err") == ""
@@ -406,7 +411,7 @@ def test_through_the_client_a_repository_without_commits_gets_its_guards_answer(
             }
         )
     )
-    git(ws, "init", "-q", "-b", "main")
+    init_repo(ws)
     (ws / ".env").write_text("TOKEN=1\n")
     git(ws, "add", ".env")
     state = tmp_path / "state"
@@ -436,7 +441,7 @@ def test_through_the_client_a_repository_without_commits_gets_its_guards_answer(
     # denied by what the guard saw staged, not for a failure of the guard (failClosed)
     assert answer["user_message"] == "a staged .env would be committed"
     assert b"fail-open" not in proc.stderr
-    decision = [r for r in _records(state) if r["kind"] == "decision"][-1]
+    decision = [r for r in read_records(state / "audit.log") if r["kind"] == "decision"][-1]
     assert decision["commit"] is None
 
 
@@ -444,7 +449,7 @@ def test_an_empty_repository_is_cloned_and_answered_not_refused(
     tmp_path: Path, docker_tracker: DockerTracker
 ) -> None:
     origin = tmp_path / "empty.git"
-    git(tmp_path, "init", "-q", "--bare", str(origin))
+    bare_repo(origin)
     state = tmp_path / "state"
     settings = load_settings(
         environ={},
@@ -466,5 +471,5 @@ def test_an_empty_repository_is_cloned_and_answered_not_refused(
     for _ in range(2):  # a process clones, the next adopts the clone it finds
         with Worker(settings) as worker:
             assert worker.handle(json.dumps(event).encode()).answer == {}
-    decisions = [r for r in _records(state) if r["kind"] == "decision"]
+    decisions = [r for r in read_records(state / "audit.log") if r["kind"] == "decision"]
     assert [d["commit"] for d in decisions] == [None, None]

@@ -22,7 +22,7 @@ from cloudrunner.sandbox.base import HOST_LABEL, WORKER_LABEL
 from tests.e2e.conftest import Deployment, make_deployment
 from tests.support.daemon_process import DaemonProcess, daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import git
+from tests.support.git_repos import committed_repo
 
 pytestmark = pytest.mark.docker
 
@@ -50,9 +50,7 @@ def _checkout(path: Path, hooks: dict[str, Any] | None = None) -> Path:
     script = path / ".cursor" / "hooks" / "where.sh"
     script.write_text(WHERE_SH)
     script.chmod(0o755)
-    git(path, "init", "-q", "-b", "main")
-    git(path, "add", "-A")
-    git(path, "commit", "-q", "-m", "paths")
+    committed_repo(path, "paths")
     if os.geteuid() == 0:
         for directory, dirs, files in os.walk(path):
             os.lchown(directory, HOOK_UID, HOOK_UID)
@@ -403,9 +401,7 @@ def test_a_hooks_json_leading_outside_is_refused_and_never_quoted(
     (repo / ".cursor").mkdir(parents=True)
     (repo / ".cursor" / "hooks.json").symlink_to(outside_file)
     (repo / "README").write_text("x")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "link")
+    committed_repo(repo, "link")
     deployment = _adopting(tmp_path, repo, docker_tracker.worker_id, "hook")
     event = {**deployment.event("beforeShellExecution", command="ls", cwd=str(repo), sandbox=False),
              "workspace_roots": [str(repo)]}  # fmt: skip
@@ -430,9 +426,7 @@ def _checkout_in_place(path: Path, hooks: dict[str, Any]) -> None:
     script = path / ".cursor" / "hooks" / "where.sh"
     script.write_text(WHERE_SH)
     script.chmod(0o755)
-    git(path, "init", "-q", "-b", "main")
-    git(path, "add", "-A")
-    git(path, "commit", "-q", "-m", "paths")
+    committed_repo(path, "paths")
 
 
 # --------------------------------------------------------------------------- the reaper

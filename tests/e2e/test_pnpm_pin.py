@@ -15,7 +15,7 @@ from tests.conftest import RUNTIME_IMAGE
 from tests.support.ci import needs_root
 from tests.support.daemon_process import daemon_process
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import git
+from tests.support.git_repos import committed_repo
 from tests.support.two_clients import missing_client, shell_event_through_both
 
 pytestmark = [pytest.mark.docker, needs_root("needs root to own the workspace as root")]
@@ -44,9 +44,7 @@ def test_a_pnpm_pin_the_image_lacks_fails_at_once_and_names_the_cause(
     (ws / ".cursor" / "hooks.json").write_text(json.dumps(HOOKS))
     pin = {"name": "pinned", "version": "1.0.0", "packageManager": "pnpm@8.15.9"}
     (ws / "package.json").write_text(json.dumps(pin))
-    git(ws, "init", "-q", "-b", "main")
-    git(ws, "add", "-A")
-    git(ws, "commit", "-q", "-m", "a pnpm pin")
+    committed_repo(ws, "a pnpm pin")
     state = tmp_path / "state"
     daemon = daemon_process(
         ["--workspace", str(ws), "--state-dir", str(state), "--enterprise-hooks",

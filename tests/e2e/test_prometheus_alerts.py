@@ -34,24 +34,16 @@ import pytest
 from deploygen import chart, grafana
 from tests.support.daemon_process import daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import hooks_repo
+from tests.support.git_repos import guarded_repo
 from tests.support.prometheus_server import PrometheusServer, free_port, rules_without_waits
 
 pytestmark = pytest.mark.docker
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "cloudrunner.rules.yml"
 MISSING_IMAGE = "cloudrunner/no-such-image:0"
-GUARD = 'cat >/dev/null; echo \'{"permission": "allow"}\''
 #: an enterprise hook (the default image, which is there) that takes 5.5 s when asked to
 SLOW_WHEN_ASKED = "input=$(cat); case \"$input\" in *slow*) sleep 5.5;; esac; echo '{}'"
 ENTERPRISE_HOOKS = {"version": 1, "hooks": {"afterFileEdit": [{"command": SLOW_WHEN_ASKED}]}}
-
-
-def _repo(path: Path) -> Path:
-    return hooks_repo(path, {
-        "beforeShellExecution": [{"command": GUARD, "failClosed": True}],
-        "stop": [{"command": "cat >/dev/null; echo '{}'"}],
-    })  # fmt: skip
 
 
 def _payload(workspace: Path, event: str, **fields: Any) -> dict[str, Any]:
@@ -68,7 +60,7 @@ def test_each_broken_thing_fires_its_alert_in_a_real_prometheus(
     tmp_path: Path, docker_tracker: DockerTracker
 ) -> None:
     tmp_path.chmod(0o755)
-    workspace = _repo(tmp_path / "repo")
+    workspace = guarded_repo(tmp_path / "repo")
     token = tmp_path / "token"
     token.write_text(secrets.token_hex(16) + "\n")
     config = tmp_path / "project-image-missing.toml"

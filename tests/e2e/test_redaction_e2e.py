@@ -18,7 +18,7 @@ import pytest
 
 from tests.support.daemon_process import daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import git
+from tests.support.git_repos import committed_repo
 
 pytestmark = pytest.mark.docker
 
@@ -99,9 +99,7 @@ def setup(tmp_path: Path, docker_tracker: DockerTracker) -> Setup:
     workspace = tmp_path / "repo"
     (workspace / ".cursor").mkdir(parents=True)
     (workspace / ".cursor" / "hooks.json").write_text(json.dumps(HOOKS, indent=2))
-    git(workspace, "init", "-q", "-b", "main")
-    git(workspace, "add", "-A")
-    git(workspace, "commit", "-q", "-m", "hooks")
+    committed_repo(workspace, "hooks")
     # the hooks run as an unprivileged uid and the gate wants a writable workspace
     for path in [workspace, *workspace.rglob("*")]:
         path.chmod(0o777 if path.is_dir() else 0o666)

@@ -14,7 +14,7 @@ import pytest
 
 from tests.e2e.conftest import Deployment, make_deployment
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import git
+from tests.support.git_repos import committed_repo, git
 
 pytestmark = pytest.mark.docker
 
@@ -156,9 +156,7 @@ def test_a_repository_without_the_streams_commit_is_a_clear_error(
     other = deployed.root / "other"
     other.mkdir()
     (other / "README.md").write_text("another repository\n")
-    git(other, "init", "-q", "-b", "main")
-    git(other, "add", "-A")
-    git(other, "commit", "-q", "-m", "unrelated")
+    committed_repo(other, "unrelated")
     result = cli(
         deployed, "replay", str(stream), "--repo", other.as_uri(),
         "--state-dir", str(deployed.root / "replay-other"),

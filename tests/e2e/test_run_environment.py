@@ -12,7 +12,7 @@ import docker
 import pytest
 
 from tests.e2e.conftest import EXAMPLES, Deployment
-from tests.support.git_repos import git
+from tests.support.git_repos import committed_repo, git
 
 pytestmark = pytest.mark.docker
 
@@ -36,9 +36,7 @@ def _environment_repo(base: Path, install: str) -> Path:
     hooks = json.loads((cursor / "hooks.json").read_text())
     hooks["hooks"]["postToolUse"] = [{"command": "env-tool"}]
     (cursor / "hooks.json").write_text(json.dumps(hooks))
-    git(src, "init", "-q", "-b", "main")
-    git(src, "add", "-A")
-    git(src, "commit", "-q", "-m", "with an environment")
+    committed_repo(src, "with an environment")
     origin = base / "env-origin.git"
     git(base, "clone", "-q", "--bare", str(src), str(origin))
     return origin

@@ -74,10 +74,6 @@ def _approve_every_form(deployment: Deployment) -> Path:
     return config
 
 
-def _shell(deployment: Deployment) -> dict[str, Any]:
-    return deployment.event("beforeShellExecution", command="ls", cwd=str(deployment.workspace))
-
-
 def _check_every_form(deployment: Deployment, ask: Callable[[], dict[str, Any]]) -> None:
     hooks = deployment.workspace / ".cursor" / "hooks"
     for form, (_, edited) in FORMS.items():
@@ -103,7 +99,7 @@ def test_edited_scripts_under_every_shell_form_are_unapproved_through_run(
     flags = [*deployment.flags(), "--config", str(config)]
 
     def ask() -> dict[str, Any]:
-        proc = deployment.run(_shell(deployment), flags=flags)
+        proc = deployment.run(deployment.shell_event(), flags=flags)
         assert proc.returncode == 0, proc.stderr.decode()
         answer: dict[str, Any] = json.loads(proc.stdout)
         return answer
@@ -135,7 +131,7 @@ def served(deployment: Deployment) -> Iterator[Callable[[dict[str, Any]], dict[s
 def test_edited_scripts_under_every_shell_form_are_unapproved_through_serve(
     deployment: Deployment, served: Callable[[dict[str, Any]], dict[str, Any]]
 ) -> None:
-    _check_every_form(deployment, lambda: served(_shell(deployment)))
+    _check_every_form(deployment, lambda: served(deployment.shell_event()))
 
 
 def test_a_relative_team_path_of_managed_settings_never_loads_the_repositorys(
@@ -154,7 +150,7 @@ def test_a_relative_team_path_of_managed_settings_never_loads_the_repositorys(
     config.write_text('[sources]\nteam_hooks = "team"\nallowed = ["enterprise", "team"]\n')
     proc = subprocess.run(
         [sys.executable, "-m", "cloudrunner", "run", *deployment.flags(), "--config",
-         str(config)], input=json.dumps(_shell(deployment)).encode(), capture_output=True,
+         str(config)], input=json.dumps(deployment.shell_event()).encode(), capture_output=True,
         env=deployment.base_env(), cwd=ws, timeout=300, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr.decode()
@@ -188,8 +184,8 @@ def test_no_host_file_outside_the_checkout_is_opened_by_run_serve_or_validate(
     pinned = deployment.root / "pin.toml"
     pinned.write_text(f'[sources]\nproject_digests = ["{_digest(ws)}"]\n')
     with opens_of(outside) as seen:
-        deployment.answer(_shell(deployment))
-        proc = deployment.run(_shell(deployment), flags=[*deployment.flags(), "--config",
+        deployment.answer(deployment.shell_event())
+        proc = deployment.run(deployment.shell_event(), flags=[*deployment.flags(), "--config",
                                                          str(pinned)])  # fmt: skip
         assert proc.returncode == 0, proc.stderr.decode()
         validated = subprocess.run(
@@ -202,7 +198,7 @@ def test_no_host_file_outside_the_checkout_is_opened_by_run_serve_or_validate(
         ).start()
         try:
             env = {"CLOUDRUNNER_SOCKET": str(daemon.socket_path)}
-            served = run_client(["hook", "beforeShellExecution"], _shell(deployment), env=env)
+            served = run_client(["hook", "beforeShellExecution"], deployment.shell_event(), env=env)
             assert served.returncode == 0, served.stderr.decode()
         finally:
             daemon.stop()
@@ -223,7 +219,7 @@ def test_a_hooks_home_is_at_a_neutral_path(
     )
     hooks = {"version": 1, "hooks": {"beforeShellExecution": [{"command": probe}]}}
     (deployment.workspace / ".cursor" / "hooks.json").write_text(json.dumps(hooks))
-    deployment.answer(_shell(deployment))
+    deployment.answer(deployment.shell_event())
     ws = deployment.workspace
     assert (ws / "home.txt").read_text() == "/home/hook"
     assert (ws / "state.txt").read_text().strip() == "no", "the state directory is visible"
@@ -251,7 +247,7 @@ def test_team_hooks_inside_a_workspace_given_by_the_payload_are_refused_through_
     daemon = daemon_process(flags, state=deployment.state, worker_id=deployment.worker_id).start()
     try:
         env = {"CLOUDRUNNER_SOCKET": str(daemon.socket_path)}
-        proc = run_client(["hook", "beforeShellExecution"], _shell(deployment), env=env)
+        proc = run_client(["hook", "beforeShellExecution"], deployment.shell_event(), env=env)
         assert proc.returncode == 0, proc.stderr.decode()
         assert json.loads(proc.stdout)["permission"] == "allow"
     finally:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import git
+from tests.support.git_repos import committed_repo
 
 pytestmark = pytest.mark.docker
 
@@ -63,9 +63,7 @@ def repo(tmp_path: Path) -> Path:
     (hooks / "remember.py").write_text(REMEMBER)
     (root / "locked").mkdir()
     (root / "locked" / ".keep").write_text("")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "hooks")
+    committed_repo(root, "hooks")
     (root / "locked").chmod(0o555)  # nobody but root may create files in it
     return root
 

@@ -10,7 +10,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,9 @@ from tests.e2e.conftest import Deployment, make_deployment
 from tests.support.concurrency import run_in_threads
 from tests.support.daemon_process import DaemonProcess, daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import git
+from tests.support.git_repos import committed_repo, git
 from tests.support.prometheus import value
+from tests.support.waiting import wait_for
 
 SLOW_HOOK = 'cat >/dev/null; sleep "${SLOW:-3}"; echo "{}"'
 
@@ -270,9 +270,7 @@ def test_daemon_sessions_for_other_workspaces_with_their_own_gate(
     (other / ".cursor" / "hooks.json").write_text(json.dumps({"version": 1, "hooks": {
         "beforeShellExecution": [{"command": "cat >/dev/null; echo '{\"permission\": \"deny\"}'"}]
     }}))  # fmt: skip
-    git(other, "init", "-q")
-    git(other, "add", "-A")
-    git(other, "commit", "-qm", "other")
+    committed_repo(other, "other", branch=None)
     other.chmod(0o777)
     created = daemon.call("POST", "/v1/sessions", {"workspace": str(other)})
     assert created.status == 201, created.body
@@ -412,10 +410,10 @@ def test_a_client_that_disconnects_mid_request_still_gets_its_event_recorded(
                 + str(len(body)).encode() + b"\r\n\r\n" + body
             )  # fmt: skip
         # the client is gone; the event goes on and is recorded
-        _wait_for(lambda: any(r["kind"] == "decision" for r in _records(deployment)))
-        decision = [r for r in _records(deployment) if r["kind"] == "decision"][-1]
+        wait_for(lambda: any(r["kind"] == "decision" for r in deployment.records(missing_ok=True)))
+        decision = [r for r in deployment.records(missing_ok=True) if r["kind"] == "decision"][-1]
         assert decision["event"] == "stop"
-        hook = [r for r in _records(deployment) if r["kind"] == "hook"][-1]
+        hook = [r for r in deployment.records(missing_ok=True) if r["kind"] == "hook"][-1]
         assert hook["outcome"] == "ok"
         assert _answer(daemon.call("GET", "/healthz")) == {"status": "ok", **identity()}
     finally:
@@ -456,7 +454,8 @@ def test_two_hundred_concurrent_requests_over_eight_sessions(
 def test_a_slow_hook_in_one_session_does_not_hold_up_another(
     tmp_path: Path, docker_tracker: DockerTracker
 ) -> None:
-    deployment = _slow_deployment(tmp_path, docker_tracker, seconds=20)
+    deployment = _slow_deployment(tmp_path, docker_tracker, seconds=20, until=".release")
+    release = deployment.workspace / ".release"
     daemon = _serve(deployment).start()
     try:
         slow_done = threading.Event()
@@ -468,7 +467,7 @@ def test_a_slow_hook_in_one_session_does_not_hold_up_another(
 
         thread = threading.Thread(target=slow)
         thread.start()
-        _wait_for(lambda: _hook_running(docker_tracker, deployment))
+        wait_for(lambda: _hook_running(docker_tracker, deployment))
         fast = deployment.event("beforeShellExecution", command="ls",
                                 cwd=str(deployment.workspace), conversation_id="fast")  # fmt: skip
         for _ in range(3):
@@ -476,9 +475,12 @@ def test_a_slow_hook_in_one_session_does_not_hold_up_another(
         assert not slow_done.is_set(), (
             "the fast session's events were answered while the slow hook ran"
         )
+        release.touch()
         thread.join(120)
         assert slow_done.is_set()
     finally:
+        if deployment.workspace.exists():
+            release.touch()
         daemon.stop()
 
 
@@ -504,11 +506,11 @@ def test_sigterm_drains_the_event_in_flight(tmp_path: Path, docker_tracker: Dock
 
     thread = threading.Thread(target=slow)
     thread.start()
-    _wait_for(lambda: _hook_running(docker_tracker, deployment))
+    wait_for(lambda: _hook_running(docker_tracker, deployment))
     assert daemon.proc is not None
     daemon.proc.send_signal(signal.SIGTERM)
     # new connections are refused while the daemon drains
-    _wait_for(lambda: not daemon.socket_path.exists() or _refuses(daemon))
+    wait_for(lambda: not daemon.socket_path.exists() or _refuses(daemon))
     thread.join(120)
     assert daemon.proc.wait(120) == 0
     assert "cloudrunner: stopped" in daemon.stderr_lines[-1]
@@ -565,7 +567,7 @@ def test_sigkill_during_an_event_fails_the_request_loudly_and_keeps_the_chain(
 
     thread = threading.Thread(target=call)
     thread.start()
-    _wait_for(lambda: _hook_running(docker_tracker, deployment))
+    wait_for(lambda: _hook_running(docker_tracker, deployment))
     assert daemon.proc is not None
     daemon.proc.kill()
     daemon.proc.wait(30)
@@ -601,28 +603,22 @@ def test_a_second_daemon_on_the_same_socket_is_refused(
 # --------------------------------------------------------------------------- helpers
 
 
-def _slow_deployment(tmp_path: Path, tracker: DockerTracker, seconds: int = 3) -> Deployment:
-    """The demo deployment whose `stop` hook sleeps, in session isolation."""
+def _slow_deployment(
+    tmp_path: Path, tracker: DockerTracker, seconds: int = 3, *, until: str | None = None
+) -> Deployment:
+    """The demo deployment whose `stop` hook sleeps, in session isolation; with `until`,
+    it ends as soon as that file appears in the workspace (at most `seconds` later)."""
     tmp_path.chmod(0o755)
     deployment = make_deployment(tmp_path, tracker.worker_id)
     deployment.isolation = "session"
     src = tmp_path / "src"
     hooks = json.loads((src / ".cursor" / "hooks.json").read_text())
-    hooks["hooks"]["stop"] = [{"command": SLOW_HOOK.replace('${SLOW:-3}', str(seconds)),
-                               "timeout": seconds + 30}]  # fmt: skip
+    command = SLOW_HOOK.replace("${SLOW:-3}", str(seconds))
+    if until is not None:
+        wait = f"for i in $(seq {seconds * 10}); do [ -e {until} ] && break; sleep 0.1; done"
+        command = command.replace(f'sleep "{seconds}"', wait)
+    hooks["hooks"]["stop"] = [{"command": command, "timeout": seconds + 30}]
     (src / ".cursor" / "hooks.json").write_text(json.dumps(hooks))
     git(src, "commit", "-qam", "slow stop hook")
     git(src, "push", "-q", str(deployment.origin), "main")
     return deployment
-
-
-def _records(deployment: Deployment) -> list[dict[str, Any]]:
-    return deployment.records() if deployment.audit_log.exists() else []
-
-
-def _wait_for(condition: Any, timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition did not come true in time")
-        time.sleep(0.1)

@@ -14,7 +14,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from tests.support.concurrency import run_in_threads
 from tests.support.daemon_process import DaemonProcess, daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
+from tests.support.waiting import wait_for
 
 TOKEN = "faults-token-0123456789abcdef"
 #: threads a burst may leave behind once the idle ones have exited (sweeper, timers)
@@ -79,11 +80,10 @@ def _running(daemon: DaemonProcess) -> Iterator[DaemonProcess]:
         daemon.stop()
 
 
-def _shell(deployment: Deployment, index: int, sessions: int = 8) -> dict[str, Any]:
-    return deployment.event(
-        "beforeShellExecution",
-        command="rm -rf /" if index % 2 else "ls",
-        cwd=str(deployment.workspace),
+def _burst_event(deployment: Deployment, index: int, sessions: int = 8) -> dict[str, Any]:
+    """Event `index` of a burst: denied when odd, in conversation `index % sessions`."""
+    return deployment.shell_event(
+        "rm -rf /" if index % 2 else "ls",
         conversation_id=f"conv-{index % sessions}",
         generation_id=f"gen-{index}-{time.monotonic_ns()}",
     )
@@ -117,10 +117,17 @@ def _settle(
         time.sleep(0.5)
 
 
-def _idle_level(daemon: DaemonProcess, deployment: Deployment) -> tuple[int, int]:
-    """Warm every session once, then the thread count and RSS once idle threads are gone."""
-    _burst(daemon, deployment, 16)
-    time.sleep(8)  # longer than the pool's idle exit (5 s)
+def _idle_level(
+    daemon: DaemonProcess, deployment: Deployment, sessions: int = 8
+) -> tuple[int, int]:
+    """Warm every session once, then the thread count and RSS once idle threads are gone:
+    the pools' threads exit when idle, and each warmed session keeps its one reader."""
+    before, _ = _proc_status(daemon)
+    _burst(daemon, deployment, 16, sessions)
+    wait_for(
+        lambda: _proc_status(daemon)[0] <= before + sessions,
+        "the pools' idle threads exiting after the warm-up burst", timeout_s=120,
+    )  # fmt: skip
     return _proc_status(daemon)
 
 
@@ -131,7 +138,8 @@ def _burst(
 
     def send(index: int) -> None:
         _check_answer(
-            daemon.event("beforeShellExecution", _shell(deployment, index, sessions)), index
+            daemon.event("beforeShellExecution", _burst_event(deployment, index, sessions)),
+            index,
         )
 
     return run_in_threads(count, send)
@@ -147,14 +155,6 @@ def _still_open(sock: socket.socket) -> bool:
         return False
     finally:
         sock.setblocking(True)
-
-
-def _wait_for(condition: Callable[[], bool], timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition did not come true in time")
-        time.sleep(0.1)
 
 
 # --------------------------------------------------------------------------- idle crowds
@@ -174,7 +174,7 @@ def test_ten_thousand_idle_unix_connections_starve_nothing(
             assert request(daemon.endpoint, "GET", "/healthz").status == 200
             assert request(daemon.endpoint, "GET", "/readyz").status == 200
             proc = run_client(
-                ["hook", "beforeShellExecution"], _shell(deployment, 1),
+                ["hook", "beforeShellExecution"], _burst_event(deployment, 1),
                 env={"CLOUDRUNNER_SOCKET": str(daemon.socket_path)},
             )  # fmt: skip
             assert proc.returncode == 0, proc.stderr.decode()
@@ -238,13 +238,13 @@ def test_two_thousand_unauthenticated_tcp_connections_starve_no_token_holder(
             good = Endpoint(None, daemon.tcp[0], daemon.tcp[1], TOKEN)
             for index in range(16):
                 reply = request(good, "POST", "/v1/events/beforeShellExecution",
-                                json.dumps(_shell(deployment, index)).encode())  # fmt: skip
+                                json.dumps(_burst_event(deployment, index)).encode())  # fmt: skip
                 _check_answer(reply, index)
             assert request(good, "GET", "/healthz").status == 200
             url = f"http://{daemon.tcp[0]}:{daemon.tcp[1]}"
             env = {"CLOUDRUNNER_TOKEN_FILE": str(token_file)}
             proc = run_client(["hook", "beforeShellExecution", "--url", url],
-                              _shell(deployment, 3), env=env)  # fmt: skip
+                              _burst_event(deployment, 3), env=env)  # fmt: skip
             assert proc.returncode == 0, proc.stderr.decode()
             assert json.loads(proc.stdout)["permission"] == "deny"
             # unauthenticated connections beyond their bound were closed, oldest first
@@ -279,12 +279,18 @@ def test_slow_and_oversized_clients_are_cut_off_while_events_are_answered(
             slow_bodies.append(sock)
         request_line = b"POST /v1/events/stop HTTP/1.1\r\nHost: x\r\n"
 
-        # one byte at a time, each a while apart: never a complete request
+        # one byte at a time, each a while apart: never a complete request; it ends when
+        # the daemon has cut off every one of them
         def trickle() -> None:
+            live = list(slow_headers)
             for byte in request_line:
-                for sock in slow_headers:
-                    with contextlib.suppress(OSError):
+                for sock in list(live):
+                    try:
                         sock.sendall(bytes([byte]))
+                    except OSError:
+                        live.remove(sock)
+                if not live:
+                    return
                 time.sleep(0.5)
 
         trickler = threading.Thread(target=trickle, daemon=True)
@@ -357,7 +363,7 @@ def test_sigterm_during_a_burst_drains_and_exits_zero(
     threads = [threading.Thread(target=send, args=(i,)) for i in range(40)]
     for thread in threads[:24]:
         thread.start()
-    _wait_for(lambda: any(c.status == "running" for c in docker_tracker.labelled_containers()))
+    wait_for(lambda: any(c.status == "running" for c in docker_tracker.labelled_containers()))
     assert daemon.proc is not None
     daemon.proc.send_signal(signal.SIGTERM)
     for thread in threads[24:]:
@@ -408,7 +414,7 @@ def test_sigkill_during_a_burst_then_a_restart_keeps_one_chain(
     threads = [threading.Thread(target=send, args=(i,)) for i in range(16)]
     for thread in threads:
         thread.start()
-    _wait_for(lambda: sum(c.status == "running" for c in docker_tracker.labelled_containers()) >= 2)
+    wait_for(lambda: sum(c.status == "running" for c in docker_tracker.labelled_containers()) >= 2)
     assert daemon.proc is not None
     daemon.proc.kill()
     daemon.proc.wait(30)

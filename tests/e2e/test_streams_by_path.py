@@ -21,7 +21,7 @@ import pytest
 from tests.support.ci import missing, needs_root
 from tests.support.daemon_process import DaemonProcess, daemon_process
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import git
+from tests.support.git_repos import committed_repo
 from tests.support.two_clients import missing_client, run_both
 
 pytestmark = [pytest.mark.docker, needs_root("needs root to own the workspace as another uid")]
@@ -77,9 +77,7 @@ def _workspace(base: Path, runtime: str) -> Path:
     (ws / ".cursor" / "hooks.json").write_text(
         json.dumps({"version": 1, "hooks": {"beforeShellExecution": entries}})
     )
-    git(ws, "init", "-q", "-b", "main")
-    git(ws, "add", "-A")
-    git(ws, "commit", "-q", "-m", "guards")
+    committed_repo(ws, "guards")
     if runtime == "runsc":
         for directory, dirs, files in os.walk(ws):
             for name in (directory, *(os.path.join(directory, n) for n in (*dirs, *files))):

@@ -33,7 +33,7 @@ from tests.e2e.conftest import EXAMPLES, make_deployment
 from tests.support.ci import missing
 from tests.support.daemon_process import DaemonProcess
 from tests.support.docker_tracking import DockerTracker
-from tests.support.git_repos import git
+from tests.support.git_repos import committed_repo
 from tests.support.packages import REPO, Packages, built, package, read_sums
 
 pytestmark = pytest.mark.docker
@@ -119,9 +119,7 @@ def test_both_commands_print_the_same_version_and_commit(
 def test_validate_reads_the_demo_repository(venv: Path, elsewhere: Path, tmp_path: Path) -> None:
     repo = tmp_path / "demo"
     shutil.copytree(EXAMPLES / "demo-repo", repo)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "demo")
+    committed_repo(repo, "demo")
     proc = _run(venv, elsewhere, "cloudrunner", "validate", str(repo))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "3 run(s) under the cloud profile" in proc.stdout
@@ -192,8 +190,9 @@ def test_the_sdist_holds_what_a_wheel_is_built_from(packages: Packages) -> None:
     with tarfile.open(packages.sdist) as archive:
         names = {name.partition("/")[2] for name in archive.getnames()}
     for needed in ("hatch_build.py", "pyproject.toml", "client/build", "client/main.go",
-                   "launcher/cloudrunner", "images/hook-runtime/Dockerfile",
-                   "cloudrunner/version.py", "cloudrunner/_build_info.py"):  # fmt: skip
+                   "client/internal/hook/hook.go", "launcher/cloudrunner",
+                   "images/hook-runtime/Dockerfile", "cloudrunner/version.py",
+                   "cloudrunner/_build_info.py"):  # fmt: skip
         assert needed in names, needed
     assert not any(name.startswith(("tests/", "docs/", ".venv/")) for name in names)
 

@@ -3,6 +3,7 @@ send every event through a real agent configuration."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 #: event -> its own fields (the base fields are the caller's)
@@ -42,3 +43,11 @@ def payload(event: str, workspace: str, **fields: Any) -> dict[str, Any]:
         **FIELDS[event],
         **fields,
     }
+
+
+def shell_payload(command: str = "ls", cwd: str = "/", conversation_id: str = "c1") -> bytes:
+    """A beforeShellExecution payload of `command`, encoded as a hook's stdin."""
+    return json.dumps(
+        {"hook_event_name": "beforeShellExecution", "conversation_id": conversation_id,
+         "command": command, "cwd": cwd}
+    ).encode()  # fmt: skip

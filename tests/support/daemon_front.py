@@ -47,3 +47,26 @@ def serving(daemon: Daemon, sock: socket.socket, token: str | None = None) -> It
         thread.join(60)
         loop.close()
         daemon.close()
+
+
+def read_answer(sock: socket.socket) -> bytes:
+    """One HTTP answer read off `sock`: its head and a body of its Content-Length, without
+    waiting for a kept-alive connection to close."""
+    raw = b""
+    while b"\r\n\r\n" not in raw:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return raw
+        raw += chunk
+    head, _, body = raw.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body

@@ -9,7 +9,9 @@ not retried: every caller fails with its output.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -73,6 +75,67 @@ def version_of_checkout() -> tuple[str, str]:
 
 
 _built: list[Packages | str] = []
+_building: list[concurrent.futures.Future[Packages | str]] = []
+_upgrade: list[concurrent.futures.Future[Path | str]] = []
+#: the tests that call `built()`: when one of them is collected, the build starts at once
+USERS = ("test_deb_install.py", "test_wheel_install.py")
+#: the test that also installs an upgrade (`upgrade_built()`)
+UPGRADE_USERS = ("test_deb_install.py",)
+#: what the upgrade's version adds to the release's
+UPGRADE_SUFFIX = "+upgrade1"
+#: Debian's names of the architectures of `uname -m`
+DEB_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
+
+
+def start_building(*, upgrade: bool = False) -> None:
+    """Start `built()`'s build in the background, then (with `upgrade`) the upgrade's, so
+    they run while the tests before the ones that need them run (called when the
+    session's tests are collected). The process waits for them at exit (each is bounded
+    by its script's timeout)."""
+    if _built or _building or shutil.which("go") is None:
+        return
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="scripts-package")
+    release = pool.submit(_build)
+    _building.append(release)
+    if upgrade:
+        _upgrade.append(pool.submit(lambda: _build_upgrade(release.result())))
+    pool.shutdown(wait=False)
+
+
+def upgrade_built() -> Path:
+    """A directory holding this machine's .deb at the release's version + UPGRADE_SUFFIX
+    (packaging/deb/build from the release's own wheel; lintian skipped: the release's
+    was checked), built once per test process."""
+    if not _upgrade:
+        release = built()
+        done: concurrent.futures.Future[Path | str] = concurrent.futures.Future()
+        done.set_result(_build_upgrade(release))
+        _upgrade.append(done)
+    result = _upgrade[0].result()
+    if isinstance(result, str):
+        pytest.fail(result, pytrace=False)
+    return result
+
+
+def _build_upgrade(release: Packages | str) -> Path | str:
+    if isinstance(release, str):
+        return release
+    machine = platform.machine()
+    out = Path(tempfile.mkdtemp(prefix="cloudrunner-upgrade-"))
+    atexit.register(shutil.rmtree, out, True)
+    if machine in release.wheels:
+        shutil.copy2(release.wheels[machine], out)  # packaging/deb/build takes it from here
+    env = {
+        **os.environ,
+        "CLOUDRUNNER_DEB_ARCHS": DEB_ARCH.get(machine, machine),
+        "CLOUDRUNNER_DEB_VERSION": release.version + UPGRADE_SUFFIX,
+        "CLOUDRUNNER_DEB_LINTIAN": "0",
+    }
+    proc = subprocess.run(["bash", "packaging/deb/build", str(out)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=1200, check=False)  # fmt: skip
+    if proc.returncode != 0:
+        return f"packaging/deb/build of the upgrade failed:\n{proc.stderr[-4000:]}"
+    return out
 
 
 def built() -> Packages:
@@ -80,7 +143,7 @@ def built() -> Packages:
     if not _built:
         if shutil.which("go") is None:
             missing("go is not installed: scripts/package builds the compiled client")
-        _built.append(_build())
+        _built.append(_building[0].result() if _building else _build())
     result = _built[0]
     if isinstance(result, str):
         pytest.fail(result, pytrace=False)

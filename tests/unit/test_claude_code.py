@@ -302,7 +302,7 @@ def test_a_decision_that_only_looks_like_ask_is_invalid_not_a_pass(value: Any) -
 
 
 def test_a_claude_ask_through_classify_is_an_ask_answer(tmp_path: Path) -> None:
-    ws = _repo(tmp_path, **{PROJECT: _group("PreToolUse", CMD, matcher="Bash")})
+    ws = _with_files(tmp_path, **{PROJECT: _group("PreToolUse", CMD, matcher="Bash")})
     forget_loaded_sources()
     sources = load_sources(SourceSettings(workspace=ws, claude_code=True))
     tool_input = {"command": "git push --force"}
@@ -391,7 +391,7 @@ def test_translation_never_raises(stdout: bytes, code: int, events: tuple[str, s
 # ---------------------------------------------------------------------------- sources
 
 
-def _repo(tmp_path: Path, **files: Any) -> Path:
+def _with_files(tmp_path: Path, **files: Any) -> Path:
     for name, document in files.items():
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -410,7 +410,7 @@ PROJECT = ".claude/settings.json"
 
 
 def test_sources_load_only_when_on(tmp_path: Path) -> None:
-    ws = _repo(tmp_path, **{LOCAL: _group("Stop", CMD), PROJECT: _group("Stop", CMD)})
+    ws = _with_files(tmp_path, **{LOCAL: _group("Stop", CMD), PROJECT: _group("Stop", CMD)})
     off = _names(ws)
     assert off["claude-project"] is SourceStatus.SKIPPED
     assert off["claude-project-local"] is SourceStatus.SKIPPED
@@ -430,7 +430,7 @@ def test_sources_load_only_when_on(tmp_path: Path) -> None:
 
 
 def test_managed_only_untrusted_and_pinned_treat_them_as_project(tmp_path: Path) -> None:
-    ws = _repo(tmp_path, **{PROJECT: _group("Stop", CMD)})
+    ws = _with_files(tmp_path, **{PROJECT: _group("Stop", CMD)})
     managed = _names(ws, claude_code=True,
                      allowed=frozenset({SourceKind.ENTERPRISE, SourceKind.TEAM}))  # fmt: skip
     assert managed["claude-project"] is SourceStatus.SKIPPED
@@ -448,7 +448,7 @@ def test_managed_only_untrusted_and_pinned_treat_them_as_project(tmp_path: Path)
 def test_the_digest_covers_the_scripts_a_claude_file_names(tmp_path: Path) -> None:
     script = tmp_path / ".claude" / "hooks" / "x.sh"
     hook = {"type": "command", "command": "sh", "args": ["$CLAUDE_PROJECT_DIR/.claude/hooks/x.sh"]}
-    ws = _repo(tmp_path, **{PROJECT: _group("Stop", hook)})
+    ws = _with_files(tmp_path, **{PROJECT: _group("Stop", hook)})
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text("echo 1\n")
     before = pinning.compute(ws, (ws / PROJECT).read_bytes(), PROJECT)
@@ -458,15 +458,15 @@ def test_the_digest_covers_the_scripts_a_claude_file_names(tmp_path: Path) -> No
 
 
 def test_the_claude_user_file_loads_on_the_desktop(tmp_path: Path) -> None:
-    home = _repo(tmp_path / "home", **{".claude/settings.json": _group("Stop", CMD)})
-    ws = _repo(tmp_path / "ws")
+    home = _with_files(tmp_path / "home", **{".claude/settings.json": _group("Stop", CMD)})
+    ws = _with_files(tmp_path / "ws")
     got = _names(ws, claude_code=True, user_home=home, profile=Profile.DESKTOP)
     assert got["claude-user"] is SourceStatus.LOADED
     assert ClaudeOrigin.USER.rank == 6
 
 
 def test_a_claude_hook_result_names_its_translation(tmp_path: Path) -> None:
-    ws = _repo(tmp_path, **{PROJECT: _group("PreToolUse", CMD, matcher="Bash")})
+    ws = _with_files(tmp_path, **{PROJECT: _group("PreToolUse", CMD, matcher="Bash")})
     forget_loaded_sources()
     sources = load_sources(SourceSettings(workspace=ws, claude_code=True))
     plan = build_plan(sources.loaded, "preToolUse", {"tool_name": "Shell", "tool_input": {}})
@@ -493,7 +493,7 @@ def test_validate_gives_claude_hooks_verdicts(tmp_path: Path) -> None:
         "PreToolUse": [{"matcher": "Bash", "hooks": [CMD, {"type": "prompt", "prompt": "p"}]}],
         "SessionStart": [{"hooks": [CMD]}],
     }}  # fmt: skip
-    ws = _repo(tmp_path, **{PROJECT: document, LOCAL: _group("Stop", CMD)})
+    ws = _with_files(tmp_path, **{PROJECT: document, LOCAL: _group("Stop", CMD)})
     off = validate_paths([ws])
     assert [f.path.name for f in off.files] == ["settings.local.json", "settings.json"]
     verdicts = {(h.event, h.verdict) for f in off.files for h in f.hooks}
@@ -519,7 +519,7 @@ def test_a_claude_file_that_escapes_the_repository_or_is_too_big_is_refused(
 ) -> None:
     outside = tmp_path / "outside.json"
     outside.write_text(json.dumps(_group("Stop", CMD)))
-    ws = _repo(tmp_path / "ws", **{LOCAL: {}})
+    ws = _with_files(tmp_path / "ws", **{LOCAL: {}})
     (ws / PROJECT).symlink_to(outside)
     (ws / LOCAL).write_bytes(b" " * (1024 * 1024 + 1))
     forget_loaded_sources()
@@ -535,14 +535,14 @@ def test_hooks_digest_prints_a_claude_files_digest(
 ) -> None:
     from cloudrunner.cli import main
 
-    ws = _repo(tmp_path, **{PROJECT: _group("Stop", CMD)})
+    ws = _with_files(tmp_path, **{PROJECT: _group("Stop", CMD)})
     assert main(["hooks", "digest", "--file", PROJECT, str(ws)]) == 0
     printed = capsys.readouterr().out.strip()
     assert printed == pinning.compute(ws, (ws / PROJECT).read_bytes(), PROJECT).digest
 
 
 def test_a_changed_claude_file_is_read_again(tmp_path: Path) -> None:
-    ws = _repo(tmp_path, **{PROJECT: _group("Stop", CMD)})
+    ws = _with_files(tmp_path, **{PROJECT: _group("Stop", CMD)})
     forget_loaded_sources()
     first = load_sources(SourceSettings(workspace=ws, claude_code=True))
     (ws / PROJECT).write_text(json.dumps(_group("Stop", CMD, {**CMD, "command": "echo 2"})))

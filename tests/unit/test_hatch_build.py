@@ -16,6 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.tags import parse_tag
 
+from tests.support.git_repos import committed_repo
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -152,10 +154,7 @@ def test_the_commit_comes_from_the_environment_then_the_sdist_then_git(
     shutil.copyfile(REPO / "cloudrunner" / "version.py", root / "cloudrunner" / "version.py")
     monkeypatch.delenv(hb.COMMIT_ENV, raising=False)
     assert hb.find_commit(root) == "unknown"  # neither a stamp nor a checkout
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    commit = ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"]
-    for args in (["add", "-A"], commit):
-        subprocess.run(["git", "-C", str(root), *args], check=True)
+    committed_repo(root, "x", branch=None)
     head = subprocess.run(
         ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
         capture_output=True, text=True, check=True,

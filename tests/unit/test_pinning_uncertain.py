@@ -19,6 +19,7 @@ from cloudrunner import pinning
 from cloudrunner.cli import main
 from cloudrunner.shell import syntax as shell_syntax
 from cloudrunner.sources import SourceSettings, SourceStatus, forget_loaded_sources, load_sources
+from tests.support.git_repos import write_hooks
 
 #: each form may run scripts/x.sh (the edited script) without naming it plainly; the glob
 #: that covers what it may run
@@ -84,16 +85,14 @@ FORMS = {
 }
 
 
-def _repo(tmp_path: Path, command: str) -> Path:
+def _repo_with_scripts(tmp_path: Path, command: str) -> Path:
     root = tmp_path / "repo"
     (root / ".cursor").mkdir(parents=True, exist_ok=True)
     (root / "scripts" / "sub").mkdir(parents=True, exist_ok=True)
     (root / "scripts" / "x.sh").write_text("#!/bin/sh\necho approved\n")
     (root / "scripts" / "x.sh").chmod(0o755)
     (root / "README.md").write_text("not a hook\n")
-    hooks = {"version": 1, "hooks": {"stop": [{"command": "true"}, {"command": command}]}}
-    (root / ".cursor" / "hooks.json").write_text(json.dumps(hooks))
-    return root
+    return write_hooks(root, {"stop": [{"command": "true"}, {"command": command}]})
 
 
 def _digest(root: Path, *paths: str) -> pinning.HooksDigest:
@@ -106,7 +105,7 @@ def test_an_uncertain_command_is_not_approvable_until_what_it_may_run_is_covered
     tmp_path: Path, form: str
 ) -> None:
     command, cover = FORMS[form]
-    root = _repo(tmp_path, command)
+    root = _repo_with_scripts(tmp_path, command)
     bare = _digest(root)
     if cover is None:  # the script is named after all: covered, approvable
         assert bare.approvable and "scripts/x.sh" in [f.path for f in bare.files]
@@ -139,14 +138,14 @@ def test_an_uncertain_command_is_not_approvable_until_what_it_may_run_is_covered
     ],
 )
 def test_a_command_that_names_what_it_runs_stays_approvable(tmp_path: Path, command: str) -> None:
-    got = _digest(_repo(tmp_path, command))
+    got = _digest(_repo_with_scripts(tmp_path, command))
     assert got.approvable and shell_syntax.parse(command).uncertain == ()
 
 
 def test_a_file_added_later_in_an_uncertain_reach_closes_it_again(tmp_path: Path) -> None:
     """A covered `cd scripts && ./x.sh`, then an `x.sh` planted outside the covered path:
     not approvable again (the check runs each time the digest is taken)."""
-    root = _repo(tmp_path, "cd scripts && ./x.sh")
+    root = _repo_with_scripts(tmp_path, "cd scripts && ./x.sh")
     assert _digest(root, "scripts/**").approvable
     (root / "lib").mkdir()
     (root / "lib" / "x.sh").write_text("echo planted\n")
@@ -156,7 +155,7 @@ def test_a_file_added_later_in_an_uncertain_reach_closes_it_again(tmp_path: Path
 
 
 def test_the_hook_directory_covers_what_it_holds(tmp_path: Path) -> None:
-    root = _repo(tmp_path, "cd .cursor/hooks && ./y.sh")
+    root = _repo_with_scripts(tmp_path, "cd .cursor/hooks && ./y.sh")
     (root / ".cursor" / "hooks").mkdir()
     (root / ".cursor" / "hooks" / "y.sh").write_text("echo y\n")
     assert _digest(root).approvable
@@ -180,7 +179,7 @@ def test_an_approved_digest_of_an_uncertain_hook_does_not_load_it(
     have printed is approved, the script edited, and the hooks still do not load; covered
     by a digest path, they load, and the edit unapproves them."""
     command, cover = FORMS[form]
-    root = _repo(tmp_path, command)
+    root = _repo_with_scripts(tmp_path, command)
     project = _pinned(root, {_digest(root).digest})
     assert project.status is SourceStatus.SKIPPED  # type: ignore[attr-defined]
     (note,) = project.diagnostics  # type: ignore[attr-defined]
@@ -195,7 +194,7 @@ def test_an_approved_digest_of_an_uncertain_hook_does_not_load_it(
 def test_validate_and_hooks_digest_name_the_hook_and_why(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = _repo(tmp_path, "cd scripts && ./x.sh")
+    root = _repo_with_scripts(tmp_path, "cd scripts && ./x.sh")
     assert main(["hooks", "digest", "--config", "/dev/null", str(root)]) == 1
     out, err = capsys.readouterr()
     assert out == ""  # no digest to approve
@@ -228,7 +227,7 @@ def test_validate_and_hooks_digest_name_the_hook_and_why(
 def test_a_repository_too_big_to_check_is_not_approvable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = _repo(tmp_path, '"$PWD"/scripts/x.sh')
+    root = _repo_with_scripts(tmp_path, '"$PWD"/scripts/x.sh')
     monkeypatch.setattr(pinning, "MAX_CHECKED_FILES", 2)
     (hook,) = _digest(root, "**").uncovered
     assert "too many to check" in hook.files[0]
@@ -243,7 +242,7 @@ def test_any_command_gives_a_digest_and_an_uncertain_one_may_not_pass_unseen(
 ) -> None:
     """Never raises; a command that may run any file (reach `**`) is not approvable while
     README.md, named by nothing, is not covered."""
-    root = _repo(tmp_path_factory.mktemp("fuzz"), command)
+    root = _repo_with_scripts(tmp_path_factory.mktemp("fuzz"), command)
     got = _digest(root)
     anywhere = any("**" in u.reach for u in shell_syntax.parse(command).uncertain)
     if anywhere:
@@ -254,7 +253,7 @@ def test_any_command_gives_a_digest_and_an_uncertain_one_may_not_pass_unseen(
 def test_validate_marks_every_hook_of_an_unapprovable_file_skipped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = _repo(tmp_path, '"$PWD"/scripts/x.sh')
+    root = _repo_with_scripts(tmp_path, '"$PWD"/scripts/x.sh')
     config = tmp_path / "pinned.toml"
     config.write_text(f'[sources]\nproject_digests = ["{_digest(root).digest}"]\n')
     main(["validate", "--format", "json", "--no-image-check", "--config", str(config), str(root)])

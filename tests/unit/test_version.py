@@ -14,6 +14,7 @@ import pytest
 import cloudrunner
 from cloudrunner import version
 from cloudrunner.cli import main
+from tests.support.git_repos import committed_repo
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "cloudrunner" / "version.py"
@@ -45,21 +46,15 @@ def test_version_flag_prints_the_version_and_commit(capsys: pytest.CaptureFixtur
     assert out == f"cloudrunner {version.VERSION} (commit {version.commit()})\n"
 
 
-def _repo(root: Path) -> Path:
+def _checkout_with_version_script(root: Path) -> Path:
     (root / "cloudrunner").mkdir(parents=True)
     shutil.copyfile(SCRIPT, root / "cloudrunner" / "version.py")
     (root / "README").write_text("tracked\n")
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
-    subprocess.run(
-        ["git", "-C", str(root), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"],
-        check=True,
-    )
-    return root
+    return committed_repo(root, "x", branch=None)
 
 
 def test_a_checkouts_commit_is_its_head_and_says_dirty(tmp_path: Path) -> None:
-    root = _repo(tmp_path / "checkout")
+    root = _checkout_with_version_script(tmp_path / "checkout")
     head = subprocess.run(
         ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -78,7 +73,7 @@ def test_a_checkouts_commit_is_its_head_and_says_dirty(tmp_path: Path) -> None:
 
 def test_only_the_directory_above_the_package_counts_as_the_checkout(tmp_path: Path) -> None:
     """A virtualenv inside someone's repository: that repository's HEAD is not ours."""
-    outer = _repo(tmp_path / "outer")
+    outer = _checkout_with_version_script(tmp_path / "outer")
     site = outer / "venv" / "lib" / "site-packages"
     site.mkdir(parents=True)
     assert version.git_commit(str(site)) is None

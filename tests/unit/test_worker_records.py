@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 from cloudrunner.audit import verify_log
 from cloudrunner.settings import Settings, load_settings
 from cloudrunner.worker import AUDIT_UNWRITABLE_EXIT, EventNotRecorded, PayloadRefused, Worker
-from tests.support.git_repos import git
+from tests.support.audit_records import read_records
+from tests.support.git_repos import committed_repo
 
 
 def _workspace(root: Path) -> Path:
     ws = root / "ws"
     ws.mkdir()
-    git(ws, "init", "-q", "-b", "main")
-    git(ws, "commit", "-q", "--allow-empty", "-m", "empty")
+    committed_repo(ws, "empty")
     return ws
 
 
@@ -35,10 +35,6 @@ def _settings(root: Path, ws: Path, audit: Path | None = None) -> Settings:
     return load_settings(environ={}, overrides=overrides)
 
 
-def _records(log: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in log.read_text().splitlines()]
-
-
 @pytest.fixture
 def worker(tmp_path: Path) -> Worker:
     return Worker(_settings(tmp_path, _workspace(tmp_path)), reap=False)
@@ -48,7 +44,7 @@ def test_an_event_opens_with_received_and_closes_with_its_decision(worker: Worke
     payload = {"conversation_id": "c1", "hook_event_name": "stop", "status": "completed"}
     reply = worker.handle(json.dumps(payload).encode())
     assert reply.answer == {} and reply.unrecorded == ()
-    records = _records(worker.settings.audit_path)
+    records = read_records(worker.settings.audit_path)
     received = records[0]
     assert received["kind"] == "received" and received["event"] == "stop"
     assert received["hooks"] == [] and "payload" not in received  # payload kept once
@@ -64,7 +60,7 @@ def test_an_event_that_runs_no_hook_is_synced_once(worker: Worker) -> None:
     before = worker.audit.syncs
     worker.handle(json.dumps(payload).encode())
     assert worker.audit.syncs - before == 1
-    kinds = [r["kind"] for r in _records(worker.settings.audit_path)]
+    kinds = [r["kind"] for r in read_records(worker.settings.audit_path)]
     assert kinds[0] == "received" and kinds[-1] == "decision"
 
 
@@ -85,7 +81,7 @@ def test_a_payload_that_cannot_be_kept_is_refused_and_recorded(
         worker.handle(raw.encode())
     assert caught.value.code == "payload-unencodable"
     assert says in caught.value.message and "\n" not in caught.value.message
-    (refused,) = _records(worker.settings.audit_path)
+    (refused,) = read_records(worker.settings.audit_path)
     assert refused["kind"] == "refused" and refused["payload"] == {}
     assert says in refused["reason"]
     assert verify_log(worker.settings.audit_path).ok
@@ -95,7 +91,7 @@ def test_an_id_with_a_nul_is_recorded_escaped(worker: Worker) -> None:
     raw = b'{"hook_event_name": "stop", "conversation_id": "a\\u0000b\\ud800"}'
     with pytest.raises(PayloadRefused):
         worker.handle(raw)
-    (refused,) = _records(worker.settings.audit_path)
+    (refused,) = read_records(worker.settings.audit_path)
     assert refused["event"] == "stop" and refused["payload"] == {}
     assert refused["conversation_id"] == "a\\x00b\\ud800"  # escaped text, nothing raw
 
@@ -165,11 +161,11 @@ def test_any_payload_is_answered_or_refused_and_the_log_tells_the_truth(
         reply = worker.handle(raw)
     except PayloadRefused as exc:
         assert "\n" not in exc.message
-        kinds = [r["kind"] for r in _records(worker.settings.audit_path)]
+        kinds = [r["kind"] for r in read_records(worker.settings.audit_path)]
         assert kinds == ["refused"]
     else:
         assert reply.answer == {}
-        records = _records(worker.settings.audit_path)
+        records = read_records(worker.settings.audit_path)
         assert records[0]["kind"] == "received" and records[-1]["kind"] == "decision"
     report = verify_log(worker.settings.audit_path)
     assert report.ok, (report.problems, report.incomplete)

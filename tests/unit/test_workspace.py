@@ -22,7 +22,7 @@ from cloudrunner.workspace import (
     WorkspaceError,
 )
 from tests.support.git_http import GitServer, serve_git
-from tests.support.git_repos import git
+from tests.support.git_repos import bare_repo, git, init_repo
 
 SECRET = "s3cr3t-tok3n-5f0a9c"
 
@@ -44,7 +44,7 @@ def upstream(tmp_path: Path) -> Upstream:
     """A bare repository: main with 3 commits, annotated tag v1 on the 2nd, branch feature."""
     src = tmp_path / "src"
     src.mkdir()
-    git(src, "init", "-q", "-b", "main")
+    init_repo(src)
     (src / ".cursor").mkdir()
     commits = []
     for n in range(3):
@@ -494,7 +494,7 @@ def test_adopt_refuses_a_directory_that_is_not_a_checkout(tmp_path: Path) -> Non
 def test_adopt_takes_a_repository_without_commits_with_commit_none(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    git(empty, "init", "-q", "-b", "main")
+    init_repo(empty)
     (empty / "staged.txt").write_text("x\n")
     git(empty, "add", "staged.txt")
     adopted = ws.adopt(empty)
@@ -511,7 +511,7 @@ def test_adopt_takes_a_repository_without_commits_with_commit_none(tmp_path: Pat
 
 def test_a_repository_without_commits_is_cloned_with_commit_none(tmp_path: Path) -> None:
     origin = tmp_path / "empty.git"
-    git(tmp_path, "init", "-q", "--bare", str(origin))
+    bare_repo(origin)
     cloned = ws.clone(origin.as_uri(), tmp_path / "clone")
     assert cloned.commit is None
     assert any("no commit yet" in note for note in cloned.notes)
@@ -525,7 +525,7 @@ def test_a_repository_without_commits_is_cloned_with_commit_none(tmp_path: Path)
 def test_adopt_refuses_a_head_that_names_a_missing_commit(tmp_path: Path) -> None:
     broken = tmp_path / "broken"
     broken.mkdir()
-    git(broken, "init", "-q")
+    init_repo(broken, branch=None)
     (broken / ".git" / "HEAD").write_text("0123456789012345678901234567890123456789\n")
     with pytest.raises(WorkspaceError, match=r"has no commit checked out|not a git checkout"):
         ws.adopt(broken)

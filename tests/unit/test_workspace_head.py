@@ -4,7 +4,6 @@ call."""
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from pathlib import Path
 
@@ -12,13 +11,7 @@ import pytest
 
 from cloudrunner import workspace
 from cloudrunner.memo import BoundedMemo
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=repo, check=True, capture_output=True, text=True,
-    ).stdout.strip()  # fmt: skip
+from tests.support.git_repos import git, init_repo
 
 
 def commit(repo: Path, name: str) -> str:
@@ -30,9 +23,7 @@ def commit(repo: Path, name: str) -> str:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
+    repo = init_repo(tmp_path / "repo")
     commit(repo, "a")
     return repo
 

@@ -18,11 +18,8 @@ from cloudrunner.audit import verify_log
 from cloudrunner.settings import load_settings
 from cloudrunner.worker import PayloadRefused, Worker
 from cloudrunner.workspace_match import MISMATCH, check_roots
+from tests.support.audit_records import read_records
 from tests.support.git_repos import empty_repo
-
-
-def _repo(root: Path) -> Path:
-    return empty_repo(root / "ws")
 
 
 def _worker(root: Path, **overrides: Any) -> Worker:
@@ -41,12 +38,8 @@ def _event(roots: object = None, **more: Any) -> bytes:
     return json.dumps(payload).encode()
 
 
-def _records(worker: Worker) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in worker.settings.audit_path.read_text().splitlines()]
-
-
 def test_the_same_directory_through_a_link_is_the_workspace(tmp_path: Path) -> None:
-    ws = _repo(tmp_path)
+    ws = empty_repo(tmp_path / "ws")
     (tmp_path / "link").symlink_to(ws)
     assert check_roots(ws, [str(tmp_path / "link")]).code is None
     assert check_roots(tmp_path / "link", [str(ws) + "/"]).code is None
@@ -54,7 +47,7 @@ def test_the_same_directory_through_a_link_is_the_workspace(tmp_path: Path) -> N
 
 
 def test_another_directory_is_a_mismatch_naming_both(tmp_path: Path) -> None:
-    ws, other = _repo(tmp_path), tmp_path / "other"
+    ws, other = empty_repo(tmp_path / "ws"), tmp_path / "other"
     other.mkdir()
     (tmp_path / "sneaky").symlink_to(other)
     check = check_roots(ws, [str(tmp_path / "sneaky")])
@@ -91,19 +84,19 @@ def test_any_roots_value_gets_a_verdict_and_never_raises(roots: object) -> None:
 def test_the_worker_refuses_a_mismatch_records_both_paths_and_runs_nothing(
     tmp_path: Path,
 ) -> None:
-    ws = _repo(tmp_path)
+    ws = empty_repo(tmp_path / "ws")
     worker = _worker(tmp_path, **{"workspace.path": str(ws)})
     with pytest.raises(PayloadRefused) as refused:
         worker.handle(_event([str(tmp_path)]))
     assert refused.value.code == MISMATCH
-    (record,) = _records(worker)
+    (record,) = read_records(worker.settings.audit_path)
     assert record["kind"] == "refused" and record["event"] == "stop"
     assert str(tmp_path) in record["reason"] and str(ws) in record["reason"]
     assert record["payload"]["workspace_roots"] == [str(tmp_path)]
     # the matching event runs; one without roots runs too, and its record says so
     worker.handle(_event([str(ws)]))
     worker.handle(_event())
-    received = [r for r in _records(worker) if r["kind"] == "received"]
+    received = [r for r in read_records(worker.settings.audit_path) if r["kind"] == "received"]
     assert [r.get("workspace_roots_absent") for r in received] == [None, True]
     assert {r["workspace"] for r in received} == {str(ws)}
     assert verify_log(worker.settings.audit_path).ok
@@ -112,7 +105,7 @@ def test_the_worker_refuses_a_mismatch_records_both_paths_and_runs_nothing(
 def test_a_repo_without_a_workspace_refuses_the_agents_directory(tmp_path: Path) -> None:
     """The daemon's own clone is not the agent's tree: an event naming the agent's
     checkout is refused, not run on the clone."""
-    origin = _repo(tmp_path)
+    origin = empty_repo(tmp_path / "ws")
     worker = _worker(tmp_path, **{"workspace.repo": origin.as_uri()})
     with pytest.raises(PayloadRefused) as refused:
         worker.handle(_event([str(origin)]))
@@ -123,7 +116,7 @@ def test_a_repo_without_a_workspace_refuses_the_agents_directory(tmp_path: Path)
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to probe as the hook user")
 def test_the_clone_into_dir_waits_for_dir_to_be_writable(tmp_path: Path) -> None:
     tmp_path.chmod(0o755)
-    origin = _repo(tmp_path)
+    origin = empty_repo(tmp_path / "ws")
     dest = tmp_path / "agent-ws"
     dest.mkdir(mode=0o555)  # root's and read-only: the hook user cannot write it
     dest.chmod(0o555)
@@ -133,11 +126,11 @@ def test_the_clone_into_dir_waits_for_dir_to_be_writable(tmp_path: Path) -> None
     )  # fmt: skip
     reply = worker.handle(_event([str(dest)]))
     assert reply.gated and not (dest / ".git").exists()
-    assert _records(worker)[-1]["kind"] == "gated"
+    assert read_records(worker.settings.audit_path)[-1]["kind"] == "gated"
     dest.chmod(0o777)  # the volume became writable
     reply = worker.handle(_event([str(dest)]))
     assert not reply.gated and (dest / ".git").is_dir()
-    received = [r for r in _records(worker) if r["kind"] == "received"]
+    received = [r for r in read_records(worker.settings.audit_path) if r["kind"] == "received"]
     assert received[-1]["workspace"] == str(dest)
     assert not (tmp_path / ".agent-ws.lock").exists()  # the lock is in the state directory
     assert verify_log(worker.settings.audit_path).ok

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cloudrunner import workspace as ws
-from tests.support.git_repos import git
+from tests.support.git_repos import committed_repo, git
 
 
 @pytest.fixture
@@ -18,9 +18,7 @@ def checkout(tmp_path: Path) -> Path:
     root = tmp_path / "checkout"
     root.mkdir()
     (root / "f").write_text("x\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "one")
+    committed_repo(root, "one")
     return root
 
 
@@ -84,9 +82,7 @@ def test_a_path_with_colons_and_spaces_is_adopted_as_is(tmp_path: Path) -> None:
     root = tmp_path / "a:b, c=d ü"
     root.mkdir()
     (root / "f").write_text("x")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "one")
+    committed_repo(root, "one")
     assert ws.adopt(root).root == root
 
 

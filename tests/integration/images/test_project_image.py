@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from cloudrunner.images import BASE_IMAGE, BUILD_KEY_LABEL
 from cloudrunner.images import project_image as env
 from cloudrunner.images.project_image import EnvironmentBuildError
 from tests.support.docker_tracking import WORKER_LABEL, DockerTracker
+from tests.support.git_repos import committed_repo
 
 pytestmark = pytest.mark.docker
 
@@ -24,15 +24,6 @@ DOCKERFILE = f"""FROM {BASE_IMAGE}
 COPY tools/hello /usr/local/bin/hello
 RUN chmod 0755 /usr/local/bin/hello
 """
-
-
-def git(cwd: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-    )
 
 
 def make_upstream(root: Path, dockerfile: str, hello: str = "hello from the environment") -> Path:
@@ -50,9 +41,7 @@ def make_upstream(root: Path, dockerfile: str, hello: str = "hello from the envi
     (root / ".cursor" / "Dockerfile").write_text(dockerfile)
     (root / "tools").mkdir()
     (root / "tools" / "hello").write_text(f"#!/bin/sh\necho '{hello}'\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "environment")
+    committed_repo(root, "environment")
     return root
 
 

@@ -25,6 +25,7 @@ from cloudrunner.audit.fallback import (
 from cloudrunner.audit.filters import RecordFilter
 from cloudrunner.audit.query import select
 from cloudrunner.client.no_daemon import Decision, spool_line
+from tests.support.audit_records import read_records
 
 
 def line(**changes: Any) -> dict[str, Any]:
@@ -55,10 +56,6 @@ def _spool(run: Path, *lines: bytes | dict[str, Any], name: str = SPOOL_FILE) ->
     return path
 
 
-def _records(log: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in log.read_text().splitlines()]
-
-
 @pytest.fixture
 def run(tmp_path: Path) -> Path:
     path = tmp_path / "run"
@@ -81,7 +78,7 @@ def test_each_line_becomes_a_fallback_record_and_the_spool_goes(
     assert report.outcomes == {"blocked": 1, "allowed": 1}
     assert not os.path.lexists(run / SPOOL_FILE)
     assert not os.path.lexists(run / INGESTING_FILE)
-    first, second = _records(writer.path)
+    first, second = read_records(writer.path)
     assert first["kind"] == "fallback"
     assert first["spool_line"] == 1 and second["spool_line"] == 2
     assert first["spool"] == str(run / SPOOL_FILE)
@@ -163,7 +160,7 @@ def test_garbage_oversized_and_valid_lines_together(run: Path, writer: AuditWrit
     writer.close()
     assert (report.records, report.invalid) == (4, 3)
     assert report.outcomes == {"invalid": 3, "blocked": 1}
-    garbage, oversized, valid, cut = _records(writer.path)
+    garbage, oversized, valid, cut = read_records(writer.path)
     assert garbage["invalid"].startswith("the line is not JSON")
     assert garbage["line_sha256"] == hashlib.sha256(b"garbage").hexdigest()
     assert garbage["line_bytes"] == 7
@@ -179,7 +176,7 @@ def test_unknown_keys_are_named_not_kept(run: Path, writer: AuditWriter) -> None
     _spool(run, line(seq=5, hash="0" * 64, kind="decision", extra={"x": 1}))
     ingest(run, writer)
     writer.close()
-    (record,) = _records(writer.path)
+    (record,) = read_records(writer.path)
     assert record["kind"] == "fallback" and record["seq"] == 0
     assert record["ignored_keys"] == ["extra", "hash", "kind", "seq"]
     assert "extra" not in record
@@ -192,7 +189,7 @@ def test_invalid_lines_past_the_cap_are_counted_in_one_record(
     _spool(run, b"x\n" * (MAX_INVALID_RECORDS + 50), line())
     report = ingest(run, writer)
     writer.close()
-    records = _records(writer.path)
+    records = read_records(writer.path)
     assert report.invalid == MAX_INVALID_RECORDS + 50
     assert len(records) == MAX_INVALID_RECORDS + 2
     assert records[MAX_INVALID_RECORDS]["outcome"] == "blocked"
@@ -205,7 +202,7 @@ def test_a_spool_past_the_read_bound_is_read_no_further(run: Path, writer: Audit
     _spool(run, one * count + b"y" * 5000)
     report = ingest(run, writer)
     writer.close()
-    records = _records(writer.path)
+    records = read_records(writer.path)
     assert len(records) == count + 1
     assert "past the" in records[-1]["invalid"] and records[-1]["line_bytes"] > 0
     assert report.invalid == 1
@@ -217,7 +214,7 @@ def test_a_leftover_from_a_crash_is_taken_first(run: Path, writer: AuditWriter) 
     report = ingest(run, writer)
     writer.close()
     assert report.records == 2
-    assert [r["event"] for r in _records(writer.path)] == ["preToolUse", "stop"]
+    assert [r["event"] for r in read_records(writer.path)] == ["preToolUse", "stop"]
     assert sorted(p.name for p in run.iterdir()) == []
 
 
@@ -229,7 +226,7 @@ def test_a_symlink_planted_as_the_spool_is_not_followed(
     (run / SPOOL_FILE).symlink_to(secret)
     report = ingest(run, writer)
     writer.close()
-    (record,) = _records(writer.path)
+    (record,) = read_records(writer.path)
     assert record["invalid"] == "the spool is a symbolic link; it was not followed"
     assert "from the target" not in writer.path.read_text()
     assert report.invalid == 1
@@ -241,7 +238,7 @@ def test_a_fifo_planted_as_the_spool_is_not_read(run: Path, writer: AuditWriter)
     os.mkfifo(run / SPOOL_FILE)
     report = ingest(run, writer)  # would hang if it were opened for reading blocking
     writer.close()
-    (record,) = _records(writer.path)
+    (record,) = read_records(writer.path)
     assert record["invalid"] == "the spool is not a regular file; it was not read"
     assert report.problems == ()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -25,10 +26,70 @@ def test_the_blocking_table_matches_the_protocol_core() -> None:
     assert expected == client.BLOCKING_EVENTS
 
 
+GO_EVENTS = Path(__file__).parents[3] / "client" / "internal" / "events" / "events.go"
+GO_TABLE_START = "var blocking = map[string][2]string{"
+GO_TABLE_LINE = re.compile(r'\t"([A-Za-z0-9]+)": +\{"([a-z]+)", "([a-z_]*)"\},')
+
+
+def go_blocking_table(source: str) -> dict[str, tuple[str, str | None]]:
+    """The compiled client's table of blocking events, read from its Go source: every line
+    between the map's opening and its closing brace must be one entry (a line in any other
+    shape fails, so the check cannot pass on a table it did not read)."""
+    start = source.index(GO_TABLE_START) + len(GO_TABLE_START)
+    body = source[start : source.index("\n}\n", start)]
+    table: dict[str, tuple[str, str | None]] = {}
+    for line in body.strip("\n").split("\n"):
+        entry = GO_TABLE_LINE.fullmatch(line)
+        if entry is None:
+            raise ValueError(f"{GO_EVENTS.name}: cannot read the table line {line!r}")
+        name, decision, field = entry.groups()
+        if name in table:
+            raise ValueError(f"{GO_EVENTS.name}: {name} is in the table twice")
+        table[name] = (decision, field or None)
+    return table
+
+
+def test_the_compiled_clients_blocking_table_matches_the_protocol_core() -> None:
+    """The Go client's events table (client/internal/events) is checked against the Python
+    side's event definitions here rather than generated from them: Python's protocol core is
+    the one definition, the Go table stays plain source the Go build needs nothing to make,
+    and this test fails on any drift (a name, a decision field, a message field)."""
+    expected = {
+        name: (spec.decision.value, spec.message_field())
+        for name, spec in EVENTS.items()
+        if spec.decision is not Decision.NONE
+    }
+    assert go_blocking_table(GO_EVENTS.read_text()) == expected
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '\t"preToolUse":   {"permission", "agent_message"}, // a comment',
+        '\t"preToolUse": {"permission"},',
+        '\t"pre-tool": {"permission", ""},',
+        "\t// a comment line",
+        '\t"preToolUse": {"agent_message", "permission"},',
+    ],
+)
+def test_a_go_table_line_in_another_shape_fails_the_check(line: str) -> None:
+    source = GO_EVENTS.read_text().replace(GO_TABLE_START, GO_TABLE_START + "\n" + line)
+    with pytest.raises(ValueError, match="cannot read the table line"):
+        go_blocking_table(source)
+
+
+def test_a_go_table_naming_an_event_twice_fails_the_check() -> None:
+    source = GO_EVENTS.read_text().replace(
+        GO_TABLE_START,
+        GO_TABLE_START + '\n\t"stop": {"permission", ""},\n\t"stop": {"continue", ""},',
+    )
+    with pytest.raises(ValueError, match="stop is in the table twice"):
+        go_blocking_table(source)
+
+
 def test_both_clients_name_the_draining_code_of_the_table() -> None:
     assert client.DRAINING_CODE == ErrorCode.DRAINING
-    go = (Path(__file__).parents[3] / "client" / "events.go").read_text()
-    assert f'const drainingCode = "{ErrorCode.DRAINING}"' in go
+    assert f'const DrainingCode = "{ErrorCode.DRAINING}"' in GO_EVENTS.read_text()
 
 
 @pytest.mark.parametrize("event", sorted(EVENTS))

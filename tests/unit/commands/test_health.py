@@ -1,5 +1,5 @@
 """`cloudrunner health`'s line when the daemon's version is not the client's (the same
-words as client/health.go: client/version_test.go checks those with the same bodies)."""
+words as client/internal/health/health.go: its health_test.go checks those with the same bodies)."""
 
 from __future__ import annotations
 

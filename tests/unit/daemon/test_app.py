@@ -16,7 +16,7 @@ from cloudrunner.daemon.core import Daemon
 from cloudrunner.daemon.listeners import tcp_socket, unix_socket
 from cloudrunner.settings import load_settings
 from cloudrunner.version import identity
-from tests.support.daemon_front import serving
+from tests.support.daemon_front import read_answer, serving
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ def test_chunked_bodies_are_refused(api: Endpoint) -> None:
             b"POST /v1/events/stop HTTP/1.1\r\nHost: x\r\n"
             b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
         )
-        raw = b"".join(iter(lambda: sock.recv(65536), b""))
+        raw = read_answer(sock)
     assert raw.startswith(b"HTTP/1.1 411") and b"length-required" in raw
 
 

@@ -10,6 +10,7 @@ import pytest
 from cloudrunner.daemon.core import DEFAULT_SESSION, Daemon, DaemonError
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.settings import load_settings
+from tests.support.git_repos import hooks_repo
 
 
 def _daemon(state: Path) -> Daemon:
@@ -108,22 +109,11 @@ def test_a_sessions_hook_homes_go_with_it_when_configured(tmp_path: Path, remove
     daemon.close()
 
 
-def _repo(path: Path, hooks: dict[str, object]) -> Path:
-    from tests.support.git_repos import git
-
-    (path / ".cursor").mkdir(parents=True)
-    (path / ".cursor" / "hooks.json").write_text(json.dumps({"version": 1, "hooks": hooks}))
-    git(path, "init", "-q", "-b", "main")
-    git(path, "add", "-A")
-    git(path, "-c", "user.name=t", "-c", "user.email=t@e.invalid", "commit", "-q", "-m", "x")
-    return path
-
-
 def test_the_fail_policy_covers_every_session_and_forgets_a_closed_one(tmp_path: Path) -> None:
-    main = _repo(
+    main = hooks_repo(
         tmp_path / "main", {"beforeShellExecution": [{"command": "a", "failClosed": True}]}
     )
-    other = _repo(tmp_path / "other", {"preToolUse": [{"command": "b", "failClosed": True}]})
+    other = hooks_repo(tmp_path / "other", {"preToolUse": [{"command": "b", "failClosed": True}]})
     state = tmp_path / "state"
     settings = load_settings(
         overrides={"state_dir": state, "workspace": {"path": main}}, environ={}

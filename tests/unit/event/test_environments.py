@@ -20,7 +20,8 @@ from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.sandbox.base import SandboxConfigError
 from cloudrunner.settings import Settings, load_settings
 from cloudrunner.worker import Worker, open_audit
-from tests.support.git_repos import git
+from tests.support.cloud_payloads import shell_payload
+from tests.support.git_repos import committed_repo, git, write_hooks
 from tests.unit.event.fakes import Answers, FakeSandboxes
 
 INSTALL = "make deps"
@@ -42,17 +43,15 @@ class FakeBuilder:
         )
 
 
-def _repo(root: Path, environment: dict[str, Any] | str | None, hooks: dict[str, Any]) -> Path:
-    cursor = root / ".cursor"
-    cursor.mkdir(parents=True)
-    (cursor / "hooks.json").write_text(json.dumps({"version": 1, "hooks": hooks}))
+def _environment_repo(
+    root: Path, environment: dict[str, Any] | str | None, hooks: dict[str, Any]
+) -> Path:
+    cursor = write_hooks(root, hooks) / ".cursor"
     (cursor / "Dockerfile").write_text("FROM cloudrunner/hook-runtime:latest\n")
     if environment is not None:
         text = environment if isinstance(environment, str) else json.dumps(environment)
         (cursor / "environment.json").write_text(text)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "environment")
+    committed_repo(root, "environment")
     return root
 
 
@@ -100,7 +99,7 @@ class Stage:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> workspace.Workspace:
-    return workspace.adopt(_repo(tmp_path / "ws", _environment(), {}))
+    return workspace.adopt(_environment_repo(tmp_path / "ws", _environment(), {}))
 
 
 def test_an_install_that_succeeds_is_recorded_and_remembered(
@@ -204,7 +203,7 @@ def test_an_install_sandbox_that_cannot_open_fails_without_a_marker(
 
 
 def test_no_install_runs_without_an_install_command(tmp_path: Path) -> None:
-    ws = workspace.adopt(_repo(tmp_path / "ws", _environment(install="   "), {}))
+    ws = workspace.adopt(_environment_repo(tmp_path / "ws", _environment(install="   "), {}))
     sandboxes = FakeSandboxes()
     stage = Stage(_settings(tmp_path), sandboxes)
     assert stage.images.image_for(ws, "c1") == project_environment.image_tag(KEY)
@@ -223,7 +222,7 @@ def test_no_install_runs_without_an_install_command(tmp_path: Path) -> None:
 def test_the_configured_image_is_kept_without_an_environment_to_build(
     tmp_path: Path, use: bool, environment: dict[str, Any] | None
 ) -> None:
-    ws = workspace.adopt(_repo(tmp_path / "ws", environment, {}))
+    ws = workspace.adopt(_environment_repo(tmp_path / "ws", environment, {}))
     sandboxes = FakeSandboxes()
     stage = Stage(_settings(tmp_path, use=use), sandboxes)
     assert stage.images.image_for(ws, "c1") is None
@@ -232,7 +231,7 @@ def test_the_configured_image_is_kept_without_an_environment_to_build(
 
 
 def test_a_malformed_environment_file_is_refused_before_anything_runs(tmp_path: Path) -> None:
-    ws = workspace.adopt(_repo(tmp_path / "ws", '{"build": [1, 2', {}))
+    ws = workspace.adopt(_environment_repo(tmp_path / "ws", '{"build": [1, 2', {}))
     sandboxes = FakeSandboxes()
     stage = Stage(_settings(tmp_path), sandboxes)
     with pytest.raises(EnvironmentFileError):
@@ -246,19 +245,12 @@ def test_a_malformed_environment_file_is_refused_before_anything_runs(tmp_path: 
 
 def _worker(tmp_path: Path, install: str, answers: Answers) -> tuple[Worker, FakeSandboxes]:
     hooks = {"beforeShellExecution": [{"command": "guard", "failClosed": True}]}
-    ws = _repo(tmp_path / "ws", _environment(install), hooks)
+    ws = _environment_repo(tmp_path / "ws", _environment(install), hooks)
     sandboxes = FakeSandboxes(answers)
     settings = _settings(tmp_path, **{"workspace.path": str(ws)})
     worker = Worker(settings, reap=False, sandboxes=sandboxes)
     worker.pipeline.environments.images = FakeBuilder()
     return worker, sandboxes
-
-
-def _shell() -> bytes:
-    return json.dumps(
-        {"hook_event_name": "beforeShellExecution", "conversation_id": "c1",
-         "command": "ls", "cwd": "/"}
-    ).encode()  # fmt: skip
 
 
 def _kinds(worker: Worker) -> list[str]:
@@ -270,8 +262,8 @@ def _kinds(worker: Worker) -> list[str]:
 def test_project_hooks_open_in_the_environment_image_after_its_install(tmp_path: Path) -> None:
     allow = (0, '{"permission": "allow"}', "")
     worker, sandboxes = _worker(tmp_path, INSTALL, {"guard": allow})
-    assert worker.handle(_shell()).answer["permission"] == "allow"
-    assert worker.handle(_shell()).answer["permission"] == "allow"
+    assert worker.handle(shell_payload()).answer["permission"] == "allow"
+    assert worker.handle(shell_payload()).answer["permission"] == "allow"
     assert sandboxes.ran == [INSTALL, "guard", "guard"]
     assert [r.kind for r in sandboxes.requests] == [SourceKind.PROJECT, SourceKind.PROJECT]
     assert {r.image for r in sandboxes.requests} == {project_environment.image_tag(KEY)}
@@ -283,7 +275,7 @@ def test_project_hooks_open_in_the_environment_image_after_its_install(tmp_path:
 
 def test_a_failed_install_fails_a_fail_closed_project_hook(tmp_path: Path) -> None:
     worker, sandboxes = _worker(tmp_path, "exit 3", {"exit 3": (3, "", "broken\n")})
-    reply = worker.handle(_shell())
+    reply = worker.handle(shell_payload())
     assert reply.answer["permission"] == "deny"
     assert "install command" in reply.answer["agent_message"]
     assert sandboxes.ran == ["exit 3"] and sandboxes.requests == []

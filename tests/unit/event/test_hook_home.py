@@ -16,7 +16,7 @@ import pytest
 from cloudrunner.event import hook_home
 from cloudrunner.event.hook_home import HomeError
 from tests.support.ci import needs_root
-from tests.support.git_repos import git
+from tests.support.git_repos import init_repo
 
 UID = 10001
 
@@ -52,7 +52,7 @@ def test_a_new_home_belongs_to_the_hook_uid_and_its_gitconfig_makes_git_work(
 ) -> None:
     ws = tmp_path / "mono"
     (ws / "pkg").mkdir(parents=True)
-    git(ws, "init", "-q")
+    init_repo(ws, branch=None)
     home = tmp_path / "homes" / "k" / "project"
     status = _prepare(home, ws / "pkg")
     assert status.created

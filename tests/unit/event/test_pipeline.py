@@ -15,7 +15,9 @@ from cloudrunner.event import gate
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.settings import load_settings
 from cloudrunner.worker import PayloadRefused, Worker
-from tests.support.git_repos import git
+from tests.support.audit_records import read_records
+from tests.support.cloud_payloads import shell_payload
+from tests.support.git_repos import committed_repo
 from tests.unit.event.fakes import FakeSandboxes
 
 
@@ -28,9 +30,7 @@ def _worker(
     ws = tmp_path / "ws"
     (ws / ".cursor").mkdir(parents=True)
     (ws / ".cursor" / "hooks.json").write_text(json.dumps({"version": 1, "hooks": project}))
-    git(ws, "init", "-q", "-b", "main")
-    git(ws, "add", ".")
-    git(ws, "commit", "-q", "-m", "hooks")
+    committed_repo(ws, "hooks")
     overrides: dict[str, Any] = {
         "state_dir": str(tmp_path / "state"),
         "workspace.path": str(ws),
@@ -46,27 +46,17 @@ def _worker(
     return Worker(settings, reap=False, sandboxes=sandboxes)
 
 
-def _records(worker: Worker) -> list[dict[str, Any]]:
-    log = worker.settings.audit_path
-    return [json.loads(line) for line in log.read_text().splitlines()]
-
-
-def _shell(command: str = "ls") -> bytes:
-    return json.dumps(
-        {"hook_event_name": "beforeShellExecution", "conversation_id": "c1",
-         "command": command, "cwd": "/"}
-    ).encode()  # fmt: skip
-
-
 def test_one_tier_runs_its_hook_and_records_the_event(tmp_path: Path) -> None:
     sandboxes = FakeSandboxes({"p": (0, '{"permission": "allow"}', "")})
     worker = _worker(tmp_path, {"beforeShellExecution": [{"command": "p"}]}, sandboxes)
-    reply = worker.handle(_shell())
+    reply = worker.handle(shell_payload())
     assert reply.answer["permission"] == "allow"
     assert sandboxes.ran == ["p"]
     assert [r.kind for r in sandboxes.requests] == [SourceKind.PROJECT]
     # (a `skipped` record may say why another source did not load)
-    received, hook, decision = (r for r in _records(worker) if r["kind"] != "skipped")
+    received, hook, decision = (
+        r for r in read_records(worker.settings.audit_path) if r["kind"] != "skipped"
+    )
     assert [received["kind"], hook["kind"], decision["kind"]] == ["received", "hook", "decision"]
     assert hook["event_seq"] == decision["event_seq"] == received["seq"]
     assert hook["outcome"] == "ok" and hook["sandbox_id"] == "fake-1"
@@ -82,10 +72,10 @@ def test_a_block_in_the_higher_tier_skips_the_lower_one(tmp_path: Path) -> None:
         sandboxes,
         team={"beforeShellExecution": [{"command": "t"}]},
     )
-    reply = worker.handle(_shell())
+    reply = worker.handle(shell_payload())
     assert reply.answer == {"permission": "deny", "agent_message": "team says no"}
     assert sandboxes.ran == ["t"]  # the project tier never ran
-    records = _records(worker)
+    records = read_records(worker.settings.audit_path)
     hooks = {r["command"]: r for r in records if r["kind"] == "hook"}
     assert hooks["t"]["source"] == "team" and hooks["p"]["outcome"] == "skipped"
     (decision,) = (r for r in records if r["kind"] == "decision")
@@ -97,9 +87,9 @@ def test_a_closed_gate_answers_neutrally_and_runs_nothing(tmp_path: Path) -> Non
     sandboxes = FakeSandboxes()
     worker = _worker(tmp_path, {"beforeShellExecution": [{"command": "p"}]}, sandboxes)
     gate.set_mode(worker.gate_dir, gate.GateMode.CLOSED)
-    reply = worker.handle(_shell())
+    reply = worker.handle(shell_payload())
     assert reply.gated and sandboxes.ran == [] and sandboxes.requests == []
-    assert [r["kind"] for r in _records(worker)] == ["gated"]
+    assert [r["kind"] for r in read_records(worker.settings.audit_path)] == ["gated"]
     worker.close()
 
 
@@ -122,7 +112,7 @@ def test_a_refused_payload_is_recorded_and_runs_nothing(
         worker.handle(raw)
     assert caught.value.code == code
     assert sandboxes.requests == []
-    (refused,) = _records(worker)
+    (refused,) = read_records(worker.settings.audit_path)
     assert refused["kind"] == "refused" and refused["reason"] == caught.value.message
     worker.close()
 
@@ -136,7 +126,7 @@ def test_a_stop_followup_is_dropped_over_its_loop_limit(tmp_path: Path) -> None:
     ).encode()
     assert worker.handle(stop).answer == {"followup_message": "again"}
     assert worker.handle(stop).answer == {}  # the budget of one is spent
-    hooks = [r for r in _records(worker) if r["kind"] == "hook"]
+    hooks = [r for r in read_records(worker.settings.audit_path) if r["kind"] == "hook"]
     assert "over loop_limit" in json.dumps(hooks[-1]["merge_fields"])
     worker.close()
 
@@ -148,10 +138,10 @@ def test_a_sandbox_that_cannot_open_fails_its_hook_and_a_fail_closed_one_blocks(
     worker = _worker(
         tmp_path, {"beforeShellExecution": [{"command": "p", "failClosed": True}]}, sandboxes
     )
-    reply = worker.handle(_shell())
+    reply = worker.handle(shell_payload())
     assert reply.answer["permission"] == "deny"
     assert sandboxes.ran == []
-    (hook,) = (r for r in _records(worker) if r["kind"] == "hook")
+    (hook,) = (r for r in read_records(worker.settings.audit_path) if r["kind"] == "hook")
     assert hook["outcome"] == "sandbox_error"
     assert "no sandbox for project hooks here" in hook["reason"]
     worker.close()
@@ -172,7 +162,7 @@ def test_records_lost_after_the_hooks_ran_keep_the_answer_and_are_logged(
 
     monkeypatch.setattr(worker.pipeline.audit, "append_many", full)
     with structlog.testing.capture_logs() as logs:
-        reply = worker.handle(_shell())
+        reply = worker.handle(shell_payload())
     assert reply.answer["permission"] == "deny"
     (warning,) = [e for e in logs if e["event"] == "event-unrecorded"]
     assert warning["log_level"] == "warning" and warning["hook_event"] == "beforeShellExecution"

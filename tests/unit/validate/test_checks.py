@@ -20,6 +20,7 @@ from cloudrunner.validate.checks import (
     programs_of,
     simple_commands,
 )
+from tests.support.git_repos import write_hooks
 
 IMAGE = parse_listing(
     "test/runtime:1",
@@ -131,21 +132,14 @@ def test_matchers_that_cannot_match_what_the_event_sends(
         assert problem is not None and fragment in problem
 
 
-def _repo(tmp_path: Path, hooks: dict[str, object]) -> Path:
-    root = tmp_path / "repo"
-    (root / ".cursor" / "hooks").mkdir(parents=True)
-    (root / ".cursor" / "hooks.json").write_text(json.dumps({"version": 1, "hooks": hooks}))
-    return root
-
-
 def _codes(root: Path, programs: ImagePrograms | None = IMAGE) -> list[tuple[str, str]]:
     report = validate_paths([root], source=SourceKind.PROJECT, programs=programs)
     return [(d.code, d.message) for d in report.files[0].diagnostics]
 
 
 def test_validate_warns_for_each_sandbox_problem_before_any_event(tmp_path: Path) -> None:
-    root = _repo(
-        tmp_path,
+    root = write_hooks(
+        tmp_path / "repo",
         {
             "preToolUse": [{"command": "pwsh -File .cursor/hooks/g.ps1", "failClosed": True}],
             "beforeShellExecution": [{"command": ".cursor/hooks/plain.sh"}],
@@ -157,6 +151,7 @@ def test_validate_warns_for_each_sandbox_problem_before_any_event(tmp_path: Path
         },
     )
     hooks = root / ".cursor" / "hooks"
+    hooks.mkdir()
     (hooks / "g.ps1").write_text("exit 0\n")
     (hooks / "plain.sh").write_text("#!/bin/sh\necho '{}'\n")
     (hooks / "plain.sh").chmod(0o644)
@@ -185,14 +180,16 @@ def test_validate_warns_for_each_sandbox_problem_before_any_event(tmp_path: Path
 
 
 def test_without_an_image_listing_only_the_image_check_is_left_out(tmp_path: Path) -> None:
-    root = _repo(tmp_path, {"preToolUse": [{"command": "pwsh x.ps1", "matcher": "Bash"}]})
+    root = write_hooks(
+        tmp_path / "repo", {"preToolUse": [{"command": "pwsh x.ps1", "matcher": "Bash"}]}
+    )
     assert [code for code, _ in _codes(root, None)] == ["matcher-never-matches"]
 
 
 def test_project_hooks_with_an_environment_file_are_not_checked_against_the_default_image(
     tmp_path: Path,
 ) -> None:
-    root = _repo(tmp_path, {"stop": [{"command": "deno run x.ts"}]})
+    root = write_hooks(tmp_path / "repo", {"stop": [{"command": "deno run x.ts"}]})
     assert [code for code, _ in _codes(root)] == ["program-not-in-image"]
     (root / ".cursor" / "environment.json").write_text('{"install": "true"}')
     [(code, message)] = _codes(root)
@@ -200,14 +197,16 @@ def test_project_hooks_with_an_environment_file_are_not_checked_against_the_defa
 
 
 def test_skipped_hooks_are_not_checked(tmp_path: Path) -> None:
-    root = _repo(tmp_path, {"sessionStart": [{"command": "pwsh x.ps1"}]})
+    root = write_hooks(tmp_path / "repo", {"sessionStart": [{"command": "pwsh x.ps1"}]})
     assert _codes(root) == []
 
 
 def test_cli_without_an_engine_still_validates_and_says_the_image_check_was_skipped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = _repo(tmp_path, {"afterFileEdit": [{"command": "true", "matcher": "Edit"}]})
+    root = write_hooks(
+        tmp_path / "repo", {"afterFileEdit": [{"command": "true", "matcher": "Edit"}]}
+    )
     assert main(["validate", str(root)]) == 0
     out = capsys.readouterr().out
     assert "[matcher-never-matches]" in out

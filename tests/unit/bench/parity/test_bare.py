@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from bench.parity import bare
+from tests.support.git_repos import write_hooks
 
 PAYLOAD_BASE = {
     "conversation_id": "c",
@@ -16,21 +17,14 @@ PAYLOAD_BASE = {
 }
 
 
-def _repo(tmp_path: Path, hooks: dict[str, list[dict[str, object]]]) -> Path:
-    root = tmp_path / "repo"
-    (root / ".cursor").mkdir(parents=True)
-    (root / ".cursor" / "hooks.json").write_text(json.dumps({"version": 1, "hooks": hooks}))
-    return root
-
-
 def _payload(root: Path, event: str, **fields: object) -> bytes:
     document = {**PAYLOAD_BASE, "hook_event_name": event, "workspace_roots": [str(root)], **fields}
     return json.dumps(document).encode()
 
 
 def test_hooks_run_in_file_order_and_the_most_restrictive_answer_wins(tmp_path: Path) -> None:
-    root = _repo(
-        tmp_path,
+    root = write_hooks(
+        tmp_path / "repo",
         {
             "beforeShellExecution": [
                 {"command": "echo first >> order.txt; echo '{}'"},
@@ -60,7 +54,9 @@ def test_hooks_run_in_file_order_and_the_most_restrictive_answer_wins(tmp_path: 
 
 
 def test_a_hook_sees_only_the_data_sets_environment_and_the_payload(tmp_path: Path) -> None:
-    root = _repo(tmp_path, {"stop": [{"command": "env > env.txt; cat > stdin.json"}]})
+    root = write_hooks(
+        tmp_path / "repo", {"stop": [{"command": "env > env.txt; cat > stdin.json"}]}
+    )
     home = tmp_path / "home"
     home.mkdir()
     payload = _payload(root, "stop", status="completed", loop_count=0)
@@ -81,8 +77,8 @@ def test_a_hook_sees_only_the_data_sets_environment_and_the_payload(tmp_path: Pa
 
 
 def test_a_hook_past_its_timeout_is_killed_with_its_children(tmp_path: Path) -> None:
-    root = _repo(
-        tmp_path,
+    root = write_hooks(
+        tmp_path / "repo",
         {
             "afterFileEdit": [
                 {"command": "(sleep 30; echo late > late.txt) & sleep 30", "timeout": 1}

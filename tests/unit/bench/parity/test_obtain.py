@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.parity.obtain import MAX_FILE_BYTES, absent_blobs, main
-from tests.support.git_repos import git
+from tests.support.git_repos import committed_repo, git
 from tests.unit.bench.parity.helpers import repo_entry, write_data_set
 
 
@@ -24,9 +24,7 @@ def _origin(tmp_path: Path) -> tuple[Path, str, str]:
     (src / "big.json").write_bytes(b"x" * (MAX_FILE_BYTES + 1))
     (src / "small.txt").write_text("small\n")
     os.symlink("/Users/someone/elsewhere", src / "dangling")
-    git(src, "init", "-q")
-    git(src, "add", "-A")
-    git(src, "commit", "-qm", "one")
+    committed_repo(src, "one", branch=None)
     first = git(src, "rev-parse", "HEAD")
     (src / "later.txt").write_text("later\n")
     git(src, "add", "-A")

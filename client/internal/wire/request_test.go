@@ -1,4 +1,4 @@
-package main
+package wire
 
 import (
 	"bytes"
@@ -47,8 +47,8 @@ func TestRequestSendsWhatThePythonClientSends(t *testing.T) {
 		w.Header().Set("X-Cloudrunner-Blocked", "true")
 		w.Write([]byte(`{"permission":"deny"}`))
 	}, nil)
-	answer, err := request(endpoint{socketPath: path, token: "tok"}, "POST", "/v1/events/preToolUse",
-		[]byte(`{"a":1}`), 5, connectTimeout)
+	answer, err := Request(Endpoint{SocketPath: path, Token: "tok"}, "POST", "/v1/events/preToolUse",
+		[]byte(`{"a":1}`), 5, ConnectTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestRequestSendsWhatThePythonClientSends(t *testing.T) {
 		!bytes.Equal(body, []byte(`{"a":1}`)) {
 		t.Fatalf("request %+v", seen)
 	}
-	if answer.status != 200 || !answer.blocked || string(answer.body) != `{"permission":"deny"}` {
+	if answer.Status != 200 || !answer.Blocked || string(answer.Body) != `{"permission":"deny"}` {
 		t.Fatalf("answer %+v", answer)
 	}
 }
@@ -70,6 +70,9 @@ func TestRequestNamesWhatWentWrong(t *testing.T) {
 		"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{}": "dropped the connection (the answer was cut short)",
 		"HTTP/1.1 200 OK\r\nContent-Le":                   "closed without an answer",
 		"-":                                               "closed without an answer",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n": "sent an answer not " +
+			"framed by a Content-Length (chunked, until the close, or a status without a body), as no " +
+			"cloudrunner daemon does: not an answer",
 	}
 	for raw, want := range cases {
 		path := filepath.Join(dir, "none.sock")
@@ -79,7 +82,7 @@ func TestRequestNamesWhatWentWrong(t *testing.T) {
 		if raw == "-" {
 			path = serveUnix(t, nil, nil)
 		}
-		_, err := request(endpoint{socketPath: path}, "POST", "/v1/events/stop", []byte("{}"), 5, connectTimeout)
+		_, err := Request(Endpoint{SocketPath: path}, "POST", "/v1/events/stop", []byte("{}"), 5, ConnectTimeout)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want %q", raw, err, want)
 		}

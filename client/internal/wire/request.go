@@ -1,4 +1,8 @@
-package main
+// Package wire is the client's one exchange with the daemon: where it listens (Endpoint,
+// from the flags and variables), one HTTP/1.1 request over a unix socket or TCP, and the
+// answer read as a cloudrunner daemon sends it (reader.go); what went wrong is said in the
+// Python client's words.
+package wire
 
 import (
 	"bytes"
@@ -13,7 +17,13 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
+
+	"cloudrunner.invalid/cloudrunner-hook/internal/text"
 )
+
+// ConnectTimeout bounds connecting to the daemon for an event.
+const ConnectTimeout = 5 * time.Second
 
 const (
 	defaultStateDir = "/var/lib/cloudrunner"
@@ -21,27 +31,28 @@ const (
 	blockedHeader   = "X-Cloudrunner-Blocked"
 )
 
-// endpoint is where the daemon listens: a unix socket, or a TCP host and port with a token.
-type endpoint struct {
-	socketPath string
-	host       string
-	port       int
-	token      string
+// Endpoint is where the daemon listens: a unix socket, or a TCP host and port with a token.
+type Endpoint struct {
+	SocketPath string
+	Host       string
+	Port       int
+	Token      string
 }
 
-func (e endpoint) describe() string {
-	if e.socketPath != "" {
-		return "unix:" + e.socketPath
+// Describe is the endpoint as the client's lines name it.
+func (e Endpoint) Describe() string {
+	if e.SocketPath != "" {
+		return "unix:" + e.SocketPath
 	}
-	return fmt.Sprintf("http://%s:%d", e.host, e.port)
+	return fmt.Sprintf("http://%s:%d", e.Host, e.Port)
 }
 
 // env is a variable, "" when unset (an empty one counts as unset, as in the Python client).
 func env(name string) string { return os.Getenv(name) }
 
-// endpointFrom: --socket / --url, else CLOUDRUNNER_SOCKET / CLOUDRUNNER_URL, else the
-// default socket in the state directory.
-func endpointFrom(socketFlag, urlFlag, tokenFileFlag string) (endpoint, error) {
+// EndpointFrom: --socket / --url, else CLOUDRUNNER_SOCKET / CLOUDRUNNER_URL, else the
+// default socket in the state directory. Its errors are usage errors, said as they are.
+func EndpointFrom(socketFlag, urlFlag, tokenFileFlag string) (Endpoint, error) {
 	raw := urlFlag
 	if raw == "" && socketFlag == "" {
 		raw = env("CLOUDRUNNER_URL")
@@ -56,8 +67,8 @@ func endpointFrom(socketFlag, urlFlag, tokenFileFlag string) (endpoint, error) {
 			parsed, err = &url.URL{Scheme: "http", Host: "x"}, nil
 		}
 		if err != nil || parsed.Scheme != "http" || parsed.Hostname() == "" {
-			return endpoint{}, usageError{fmt.Sprintf(
-				"--url %s must be http://HOST:PORT (the daemon's --listen address)", pyRepr(raw))}
+			return Endpoint{}, fmt.Errorf(
+				"--url %s must be http://HOST:PORT (the daemon's --listen address)", text.PyRepr(raw))
 		}
 		token := ""
 		tokenFile := tokenFileFlag
@@ -67,31 +78,31 @@ func endpointFrom(socketFlag, urlFlag, tokenFileFlag string) (endpoint, error) {
 		if tokenFile != "" {
 			data, err := os.ReadFile(tokenFile)
 			if err != nil {
-				return endpoint{}, usageError{fmt.Sprintf("cannot read the token file %s (%s)",
-					tokenFile, osText(err))}
+				return Endpoint{}, fmt.Errorf("cannot read the token file %s (%s)",
+					tokenFile, text.OSText(err))
 			}
-			if !utf8Valid(data) {
-				return endpoint{}, usageError{fmt.Sprintf(
-					"cannot read the token file %s (it is not UTF-8 text)", tokenFile)}
+			if !utf8.Valid(data) {
+				return Endpoint{}, fmt.Errorf(
+					"cannot read the token file %s (it is not UTF-8 text)", tokenFile)
 			}
 			token = strings.TrimSpace(string(data))
 			if !bearerTokenOK(token) {
-				return endpoint{}, usageError{fmt.Sprintf("the token file %s holds a character "+
+				return Endpoint{}, fmt.Errorf("the token file %s holds a character "+
 					"a bearer token cannot carry (a space, a control character or non-ASCII); "+
-					"write the daemon's token there, visible ASCII characters only", tokenFile)}
+					"write the daemon's token there, visible ASCII characters only", tokenFile)
 			}
 		}
 		if badPort {
-			return endpoint{}, usageError{fmt.Sprintf("--url %s has a bad port", pyRepr(raw))}
+			return Endpoint{}, fmt.Errorf("--url %s has a bad port", text.PyRepr(raw))
 		}
 		port := 80
-		if text := parsed.Port(); text != "" {
-			port, err = strconv.Atoi(text)
+		if portText := parsed.Port(); portText != "" {
+			port, err = strconv.Atoi(portText)
 			if err != nil || port < 1 || port > 65535 {
-				return endpoint{}, usageError{fmt.Sprintf("--url %s has a bad port", pyRepr(raw))}
+				return Endpoint{}, fmt.Errorf("--url %s has a bad port", text.PyRepr(raw))
 			}
 		}
-		return endpoint{host: strings.ToLower(parsed.Hostname()), port: port, token: token}, nil
+		return Endpoint{Host: strings.ToLower(parsed.Hostname()), Port: port, Token: token}, nil
 	}
 	path := socketFlag
 	if path == "" {
@@ -108,7 +119,7 @@ func endpointFrom(socketFlag, urlFlag, tokenFileFlag string) (endpoint, error) {
 			path = state + "/" + socketName
 		}
 	}
-	return endpoint{socketPath: path}, nil
+	return Endpoint{SocketPath: path}, nil
 }
 
 // unreachable: no daemon answered (no socket, refused, timed out, dropped, not HTTP).
@@ -116,10 +127,11 @@ type unreachable struct{ problem string }
 
 func (u unreachable) Error() string { return u.problem }
 
-type reply struct {
-	status  int
-	blocked bool
-	body    []byte
+// Reply is the daemon's answer: its status, its X-Cloudrunner-Blocked header, its body.
+type Reply struct {
+	Status  int
+	Blocked bool
+	Body    []byte
 }
 
 // socketPathMaxBytes is the longest unix socket path the kernel takes (sun_path holds
@@ -128,15 +140,15 @@ const socketPathMaxBytes = 107
 
 var errSocketPathTooLong = errors.New("socket path too long")
 
-func connect(ep endpoint, timeout time.Duration) (net.Conn, error) {
+func connect(ep Endpoint, timeout time.Duration) (net.Conn, error) {
 	dialer := net.Dialer{Timeout: timeout}
-	if ep.socketPath != "" {
-		if len(ep.socketPath) > socketPathMaxBytes {
+	if ep.SocketPath != "" {
+		if len(ep.SocketPath) > socketPathMaxBytes {
 			return nil, errSocketPathTooLong
 		}
 		// A full listen backlog answers EAGAIN on a unix socket: wait a little and retry.
 		for attempt := 0; ; attempt++ {
-			conn, err := dialer.DialContext(context.Background(), "unix", ep.socketPath)
+			conn, err := dialer.DialContext(context.Background(), "unix", ep.SocketPath)
 			if err == nil || !errors.Is(err, syscall.EAGAIN) || attempt == 49 {
 				return conn, err
 			}
@@ -144,7 +156,7 @@ func connect(ep endpoint, timeout time.Duration) (net.Conn, error) {
 		}
 	}
 	return dialer.DialContext(context.Background(), "tcp",
-		net.JoinHostPort(ep.host, strconv.Itoa(ep.port)))
+		net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)))
 }
 
 // connectReason says why a connection failed, in the Python client's words.
@@ -168,16 +180,16 @@ func connectReason(err error) string {
 	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
 		return "permission denied on the socket"
 	}
-	return osText(err)
+	return text.OSText(err)
 }
 
-// request makes one HTTP/1.1 request with `Connection: close` over the connection dialled
+// Request makes one HTTP/1.1 request with `Connection: close` over the connection dialled
 // here, unix socket or TCP (httpwire.go writes the request and reads the answer).
-func request(ep endpoint, method, path string, body []byte, seconds float64, connectTimeout time.Duration) (*reply, error) {
+func Request(ep Endpoint, method, path string, body []byte, seconds float64, connectTimeout time.Duration) (*Reply, error) {
 	timeout := time.Duration(seconds * float64(time.Second))
 	conn, err := connect(ep, connectTimeout)
 	if err != nil {
-		return nil, unreachable{fmt.Sprintf("no daemon answers on %s (%s)", ep.describe(), connectReason(err))}
+		return nil, unreachable{fmt.Sprintf("no daemon answers on %s (%s)", ep.Describe(), connectReason(err))}
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(timeout))
@@ -185,14 +197,14 @@ func request(ep endpoint, method, path string, body []byte, seconds float64, con
 	// (a body over its cap), and that answer is what counts.
 	written := make(chan error, 1)
 	go func() {
-		_, err := (&net.Buffers{withTraceparent(requestHead(method, path, body, ep.token)), body}).WriteTo(conn)
+		_, err := (&net.Buffers{withTraceparent(requestHead(method, path, body, ep.Token)), body}).WriteTo(conn)
 		written <- err
 	}()
 	return answerFrom(ep, conn, written, seconds, daemonLimits)
 }
 
 // answerFrom reads the answer and says what went wrong, in the Python client's words.
-func answerFrom(ep endpoint, src io.Reader, written chan error, seconds float64, lim answerLimits) (*reply, error) {
+func answerFrom(ep Endpoint, src io.Reader, written chan error, seconds float64, lim limits) (*Reply, error) {
 	c := &capped{src: src}
 	answer, err := readReply(c, lim)
 	var inBody bodyError
@@ -201,13 +213,17 @@ func answerFrom(ep endpoint, src io.Reader, written chan error, seconds float64,
 		return answer, nil
 	case errors.Is(err, errHeadTooLarge):
 		return nil, unreachable{fmt.Sprintf("the daemon on %s sent an answer whose head is over "+
-			"%d bytes (a cloudrunner daemon's is a few hundred)", ep.describe(), lim.head)}
+			"%d bytes (a cloudrunner daemon's is a few hundred)", ep.Describe(), lim.head)}
+	case errors.Is(err, errNoLength):
+		return nil, unreachable{fmt.Sprintf("the daemon on %s sent an answer not framed "+
+			"by a Content-Length (chunked, until the close, or a status without a body), as no "+
+			"cloudrunner daemon does: not an answer", ep.Describe())}
 	case errors.Is(err, errTooLarge):
 		return nil, unreachable{fmt.Sprintf("the daemon on %s sent an answer over %d bytes "+
-			"(a cloudrunner daemon's are far smaller)", ep.describe(), lim.total)}
+			"(a cloudrunner daemon's are far smaller)", ep.Describe(), lim.total)}
 	case errors.As(err, &inBody) && errors.Is(err, io.ErrUnexpectedEOF):
 		return nil, unreachable{fmt.Sprintf(
-			"the daemon on %s dropped the connection (the answer was cut short)", ep.describe())}
+			"the daemon on %s dropped the connection (the answer was cut short)", ep.Describe())}
 	case errors.As(err, &inBody):
 		return nil, readProblem(ep, inBody.err, nil, seconds, nil)
 	}
@@ -226,40 +242,33 @@ func pendingError(written chan error) error {
 	}
 }
 
-func min(a, b int) int {
-	if a < b {
-		return a
-	}
-	return b
-}
-
 // readProblem says why no answer came, in the Python client's words: a head that does not
 // start like HTTP is "not HTTP"; one that stops before its blank line was cut short.
-func readProblem(ep endpoint, err, writeErr error, seconds float64, head []byte) error {
+func readProblem(ep Endpoint, err, writeErr error, seconds float64, head []byte) error {
 	var netErr net.Error
 	switch {
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return unreachable{fmt.Sprintf("the daemon on %s did not answer within %ss",
-			ep.describe(), formatSeconds(seconds))}
+			ep.Describe(), text.FormatSeconds(seconds))}
 	case writeErr != nil && !errors.Is(writeErr, io.EOF):
 		return unreachable{fmt.Sprintf("the daemon on %s dropped the connection (%s)",
-			ep.describe(), osText(writeErr))}
+			ep.Describe(), text.OSText(writeErr))}
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return unreachable{fmt.Sprintf("the daemon on %s closed without an answer", ep.describe())}
+		return unreachable{fmt.Sprintf("the daemon on %s closed without an answer", ep.Describe())}
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return unreachable{fmt.Sprintf("the daemon on %s dropped the connection (%s)",
-			ep.describe(), osText(err))}
+			ep.Describe(), text.OSText(err))}
 	}
-	if len(head) > 0 && bytes.HasPrefix([]byte("HTTP/"), head[:min(len(head), 5)]) &&
+	if len(head) > 0 && bytes.HasPrefix([]byte("HTTP/"), head[:minInt(len(head), 5)]) &&
 		!bytes.Contains(head, []byte("\r\n\r\n")) {
-		return unreachable{fmt.Sprintf("the daemon on %s closed without an answer", ep.describe())}
+		return unreachable{fmt.Sprintf("the daemon on %s closed without an answer", ep.Describe())}
 	}
 	var opErr *net.OpError
 	if errors.As(err, &opErr) {
 		return unreachable{fmt.Sprintf("the daemon on %s dropped the connection (%s)",
-			ep.describe(), osText(err))}
+			ep.Describe(), text.OSText(err))}
 	}
-	return unreachable{fmt.Sprintf("%s does not speak HTTP", ep.describe())}
+	return unreachable{fmt.Sprintf("%s does not speak HTTP", ep.Describe())}
 }
 
 // bearerTokenOK: a token travels in an HTTP header, so visible ASCII characters only (no

@@ -1,7 +1,6 @@
-package main
+package health
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 )
@@ -28,23 +27,11 @@ func TestVersionMismatchSaysOneLineOnlyWhenTheVersionsDiffer(t *testing.T) {
 			"its version (it is older than this client, 0.1.0)" + advice,
 	}
 	for body, want := range cases {
-		if got := versionMismatch([]byte(body), "0.1.0"); got != want {
+		if got := VersionMismatch([]byte(body), "0.1.0"); got != want {
 			t.Errorf("%s:\n got %q\nwant %q", body, got, want)
 		}
 	}
-	if got := versionMismatch([]byte(`{"status":"ok"}`), "unknown"); got != "" {
+	if got := VersionMismatch([]byte(`{"status":"ok"}`), "unknown"); got != "" {
 		t.Errorf("a binary built without a version compared itself: %q", got)
-	}
-}
-
-func TestVersionFlagPrintsTheStampedVersionAndCommit(t *testing.T) {
-	version, commit = "1.2.3", "0123456789ab"
-	defer func() { version, commit = "unknown", "unknown" }()
-	var out, errs bytes.Buffer
-	if code := run([]string{"--version"}, &out, &errs); code != 0 || errs.Len() != 0 {
-		t.Fatalf("exit %d, stderr %q", code, errs.String())
-	}
-	if got := out.String(); got != "cloudrunner-hook 1.2.3 (commit 0123456789ab)\n" {
-		t.Fatalf("printed %q", got)
 	}
 }

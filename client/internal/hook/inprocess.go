@@ -1,4 +1,4 @@
-package main
+package hook
 
 import (
 	"bytes"
@@ -7,10 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
-)
 
-const connectTimeout = 5 * time.Second
+	"cloudrunner.invalid/cloudrunner-hook/internal/cli"
+	"cloudrunner.invalid/cloudrunner-hook/internal/text"
+)
 
 // pythonCommand finds the Python `cloudrunner` command: beside this binary first (both sit
 // in the same bin directory when installed by the project's setup), then on PATH.
@@ -27,7 +27,7 @@ func pythonCommand() (string, error) {
 // inProcess runs the event without a daemon through the Python client
 // (`cloudrunner hook EVENT --in-process ...`, the payload on its stdin): the worker, the
 // sandbox and the audit log live there. Its answer, stderr and exit code are ours.
-func inProcess(opts *options, p policyInput, stdout, stderr io.Writer) int {
+func inProcess(opts *cli.Hook, p policyInput, stdout, stderr io.Writer) int {
 	command, err := pythonCommand()
 	if err != nil {
 		problem := "--fallback in-process needs the Python cloudrunner command, which is not " +
@@ -35,19 +35,19 @@ func inProcess(opts *options, p policyInput, stdout, stderr io.Writer) int {
 		return byPolicy(p, problem, true, stdout, stderr)
 	}
 	args := []string{"hook", p.event, "--in-process"}
-	if opts.socket != "" {
-		args = append(args, "--socket", opts.socket)
+	if opts.Socket != "" {
+		args = append(args, "--socket", opts.Socket)
 	}
-	if opts.url != "" {
-		args = append(args, "--url", opts.url)
+	if opts.URL != "" {
+		args = append(args, "--url", opts.URL)
 	}
-	if opts.tokenFile != "" {
-		args = append(args, "--token-file", opts.tokenFile)
+	if opts.TokenFile != "" {
+		args = append(args, "--token-file", opts.TokenFile)
 	}
-	if opts.config != "" {
-		args = append(args, "--config", opts.config)
+	if opts.Config != "" {
+		args = append(args, "--config", opts.Config)
 	}
-	if opts.exitCode {
+	if opts.ExitCode {
 		args = append(args, "--exit-code")
 	}
 	switch p.flag {
@@ -69,7 +69,7 @@ func inProcess(opts *options, p policyInput, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if err != nil {
-		problem := "--fallback in-process could not start " + command + " (" + osText(err) + ")"
+		problem := "--fallback in-process could not start " + command + " (" + text.OSText(err) + ")"
 		return byPolicy(p, problem, true, stdout, stderr)
 	}
 	return 0

@@ -1,24 +1,27 @@
-package main
+// Package crash turns a panic into exit 70 and one stderr line naming the saved trace.
+package crash
 
 import (
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+
+	"cloudrunner.invalid/cloudrunner-hook/internal/text"
 )
 
-// exitInternal is the Python client's ExitCode.INTERNAL: a bug, not an answer. Go's own
+// ExitInternal is the Python client's ExitCode.INTERNAL: a bug, not an answer. Go's own
 // exit status for an unrecovered panic is 2, which an agent reads as a hook's block, so
 // every panic is caught here instead.
-const exitInternal = 70
+const ExitInternal = 70
 
 // bugFilePrefix names the file a bug's trace is saved in, in the temporary directory
 // (readable by the user only), as the Python client names its traceback file.
 const bugFilePrefix = "cloudrunner-bug-"
 
-// guarded runs body and turns a panic into exit 70: the trace goes to a file of its own,
+// Guarded runs body and turns a panic into exit 70: the trace goes to a file of its own,
 // stderr gets one line naming it (or, when the file cannot be written, the trace itself).
-func guarded(body func() int, stderr io.Writer) (code int) {
+func Guarded(body func() int, stderr io.Writer) (code int) {
 	defer func() {
 		caught := recover()
 		if caught == nil {
@@ -43,11 +46,11 @@ func reportBug(kind, trace, dir string, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprint(stderr, trace)
-		say(stderr, fmt.Sprintf("cloudrunner: internal error (%s), a bug: trace above "+
-			"(could not save it: %s); please report it", kind, osText(err)))
-		return exitInternal
+		text.Say(stderr, fmt.Sprintf("cloudrunner: internal error (%s), a bug: trace above "+
+			"(could not save it: %s); please report it", kind, text.OSText(err)))
+		return ExitInternal
 	}
-	say(stderr, fmt.Sprintf("cloudrunner: internal error (%s), a bug: trace written to %s; "+
+	text.Say(stderr, fmt.Sprintf("cloudrunner: internal error (%s), a bug: trace written to %s; "+
 		"please report it", kind, file.Name()))
-	return exitInternal
+	return ExitInternal
 }

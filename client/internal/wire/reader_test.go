@@ -1,4 +1,4 @@
-package main
+package wire
 
 import (
 	"bufio"
@@ -7,16 +7,21 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
+	"net/textproto"
 	"strings"
 	"testing"
 )
 
-// The answers and problem lines must be the ones the client gave when net/http read the
-// answer: netHTTPAnswer is that reading (ReadResponse, then the whole body), said the way the
-// client said it then; the hand-written reader is checked against it.
+// What the reader takes (an answer with a Content-Length) it must read as the client did when
+// net/http read the answer: netHTTPAnswer is that reading (ReadResponse, then the whole body),
+// said the way the client said it then; the hand-written reader is checked against it.
 
-var testEndpoint = endpoint{socketPath: "/run/d.sock"}
+var testEndpoint = Endpoint{SocketPath: "/run/d.sock"}
+
+// notAnAnswer is the one line for an answer framed otherwise than a daemon frames it.
+const notAnAnswer = "the daemon on unix:/run/d.sock sent an answer not framed by a " +
+	"Content-Length (chunked, until the close, or a status without a body), as no cloudrunner " +
+	"daemon does: not an answer"
 
 type recorder struct {
 	src  io.Reader
@@ -26,12 +31,12 @@ type recorder struct {
 func (r *recorder) Read(p []byte) (int, error) {
 	n, err := r.src.Read(p)
 	if room := 64*1024 - len(r.data); room > 0 {
-		r.data = append(r.data, p[:min(n, room)]...)
+		r.data = append(r.data, p[:minInt(n, room)]...)
 	}
 	return n, err
 }
 
-func netHTTPAnswer(raw []byte) (*reply, error) {
+func netHTTPAnswer(raw []byte) (*Reply, error) {
 	head := &recorder{src: bytes.NewReader(raw)}
 	req, _ := http.NewRequest("POST", "http://cloudrunner/v1/events/stop", nil)
 	resp, err := http.ReadResponse(bufio.NewReaderSize(head, 16*1024), req)
@@ -42,11 +47,11 @@ func netHTTPAnswer(raw []byte) (*reply, error) {
 	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, unreachable{fmt.Sprintf(
-				"the daemon on %s dropped the connection (the answer was cut short)", testEndpoint.describe())}
+				"the daemon on %s dropped the connection (the answer was cut short)", testEndpoint.Describe())}
 		}
 		return nil, readProblem(testEndpoint, err, nil, 5, nil)
 	}
-	return &reply{status: resp.StatusCode, blocked: resp.Header.Get(blockedHeader) == "true", body: data}, nil
+	return &Reply{Status: resp.StatusCode, Blocked: resp.Header.Get(blockedHeader) == "true", Body: data}, nil
 }
 
 // countingReader counts what the reader under test took from the connection.
@@ -61,17 +66,17 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func handAnswer(raw []byte, lim answerLimits) (*reply, error, int) {
+func handAnswer(raw []byte, lim limits) (*Reply, int, error) {
 	src := &countingReader{src: bytes.NewReader(raw)}
 	answer, err := answerFrom(testEndpoint, src, make(chan error, 1), 5, lim)
-	return answer, err, src.read
+	return answer, src.read, err
 }
 
-func outcome(answer *reply, err error) string {
+func outcome(answer *Reply, err error) string {
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	return fmt.Sprintf("%d blocked=%v body=%q", answer.status, answer.blocked, answer.body)
+	return fmt.Sprintf("%d blocked=%v body=%q", answer.Status, answer.Blocked, answer.Body)
 }
 
 func tooLarge(err error) bool {
@@ -79,7 +84,7 @@ func tooLarge(err error) bool {
 		strings.Contains(err.Error(), "sent an answer whose head is over"))
 }
 
-var small = answerLimits{head: 1024, total: 4096}
+var small = limits{head: 1024, total: 4096}
 
 func TestReadReplyAnswersAsNetHTTPDid(t *testing.T) {
 	big := strings.Repeat("x", 40*1024)
@@ -91,15 +96,7 @@ func TestReadReplyAnswersAsNetHTTPDid(t *testing.T) {
 		{"refused", "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 49\r\n\r\n" +
 			`{"error":{"code":"draining","message":"closing"}}`,
 			`503 blocked=false body="{\"error\":{\"code\":\"draining\",\"message\":\"closing\"}}"`},
-		{"until the close", "HTTP/1.0 200 OK\r\n\r\n{\"a\":1}", `200 blocked=false body="{\"a\":1}"`},
-		{"HTTP/1.1 until the close", "HTTP/1.1 200 OK\r\n\r\n{}", `200 blocked=false body="{}"`},
-		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2;x=y\r\n{\"\r\n" +
-			"9\r\na\":12345}\r\n0\r\n\r\n", `200 blocked=false body="{\"a\":12345}"`},
-		{"chunked with trailer", "HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\nTrailer: X-T\r\n\r\n" +
-			"2\r\n{}\r\n0\r\nX-T: 1\r\n\r\n", `200 blocked=false body="{}"`},
-		{"chunked overrides the length", "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n" +
-			"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", `200 blocked=false body="{}"`},
-		{"no body on 204", "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello", `204 blocked=false body=""`},
+		{"HTTP/1.0", "HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\n{\"a\":1}", `200 blocked=false body="{\"a\":1}"`},
 		{"LF-only lines", "HTTP/1.1 200 OK\nContent-Length: 2\n\n{}", `200 blocked=false body="{}"`},
 		{"bytes after the body", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}HTTP/1.1 500 no\r\n\r\n",
 			`200 blocked=false body="{}"`},
@@ -108,8 +105,6 @@ func TestReadReplyAnswersAsNetHTTPDid(t *testing.T) {
 		{"same length twice", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length:  2 \r\n\r\n{}",
 			`200 blocked=false body="{}"`},
 		{"long header under the cap", "HTTP/1.1 200 OK\r\nX-Big: " + big + "\r\nContent-Length: 2\r\n\r\n{}",
-			`200 blocked=false body="{}"`},
-		{"HTTP/1.0 ignores Transfer-Encoding", "HTTP/1.0 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n{}",
 			`200 blocked=false body="{}"`},
 		{"status with a plus", "HTTP/1.1 +20 OK\r\nContent-Length: 0\r\n\r\n", `20 blocked=false body=""`},
 
@@ -134,33 +129,10 @@ func TestReadReplyAnswersAsNetHTTPDid(t *testing.T) {
 			"the answer was cut short"},
 		{"a length in hex", "HTTP/1.1 200 OK\r\nContent-Length: 0x2\r\n\r\n{}", "does not speak HTTP"},
 		{"two lengths", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}x", "does not speak HTTP"},
-		{"an unknown encoding", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n{}", "does not speak HTTP"},
-		{"two encodings", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
-			"does not speak HTTP"},
-		{"a forbidden trailer", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: a, content-length\r\n\r\n",
-			"does not speak HTTP"},
-		{"a chunk size not hex", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "does not speak HTTP"},
-		{"a negative chunk size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-2\r\n{}\r\n0\r\n\r\n",
-			"does not speak HTTP"},
-		{"a 17-digit chunk size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
-			"00000000000000002\r\n{}\r\n0\r\n\r\n", "does not speak HTTP"},
-		{"a chunk size line too long", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2;" +
-			strings.Repeat("e", 5000) + "\r\n{}\r\n0\r\n\r\n", "does not speak HTTP"},
-		{"a chunk longer than its data", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n{}",
-			"the answer was cut short"},
-		{"a chunk without its CRLF", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}xx0\r\n\r\n",
-			"does not speak HTTP"},
-		{"chunks without their end", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n",
-			"the answer was cut short"},
-		{"the last chunk then the close", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n",
-			"does not speak HTTP"},
-		{"a trailer without its end", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\r\n",
-			"does not speak HTTP"},
-		{"LF-only chunks", "HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n\n2\n{}\n0\n\n", "does not speak HTTP"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			answer, err, _ := handAnswer([]byte(c.raw), daemonLimits)
+			answer, _, err := handAnswer([]byte(c.raw), daemonLimits)
 			got := outcome(answer, err)
 			if !strings.Contains(got, c.want) {
 				t.Errorf("got %s, want %s", got, c.want)
@@ -172,6 +144,50 @@ func TestReadReplyAnswersAsNetHTTPDid(t *testing.T) {
 	}
 }
 
+// A cloudrunner daemon always sends a Content-Length: an answer framed any other way
+// (chunked, with trailers, until the close, no length on any status, a status that has no
+// body) is not an answer, in one line, whatever its body would have been; so is a
+// Transfer-Encoding beside a length.
+func TestAnAnswerWithoutAContentLengthIsNotAnAnswer(t *testing.T) {
+	for name, raw := range map[string]string{
+		"chunked": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2;x=y\r\n{\"\r\n" +
+			"9\r\na\":12345}\r\n0\r\n\r\n",
+		"chunked with a trailer": "HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\nTrailer: X-T\r\n\r\n" +
+			"2\r\n{}\r\n0\r\nX-T: 1\r\n\r\n",
+		"chunked beside a length": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n" +
+			"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+		"chunks cut short":              "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n",
+		"an unknown encoding":           "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n{}",
+		"HTTP/1.0 with an encoding":     "HTTP/1.0 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 2\r\n\r\n{}",
+		"HTTP/0.0 chunked":              "HTTP/0.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+		"until the close":               "HTTP/1.0 200 OK\r\n\r\n{\"a\":1}",
+		"HTTP/1.1 until the close":      "HTTP/1.1 200 OK\r\n\r\n{}",
+		"an empty length":               "HTTP/1.1 200 OK\r\nContent-Length: \r\n\r\n{}",
+		"a blocked answer without one":  "HTTP/1.1 200 OK\r\nX-Cloudrunner-Blocked: true\r\n\r\n{\"permission\":\"deny\"}",
+		"a 204 without one":             "HTTP/1.1 204 No Content\r\n\r\n",
+		"a 204 with one":                "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello",
+		"a 304 with one":                "HTTP/1.1 304 Not Modified\r\nContent-Length: 0\r\n\r\n",
+		"a 100 with one":                "HTTP/1.1 100 Continue\r\nContent-Length: 2\r\n\r\n{}",
+		"a refusal without one":         "HTTP/1.1 503 Service Unavailable\r\n\r\n{\"error\":{}}",
+		"nothing after the head":        "HTTP/1.1 200 OK\r\n\r\n",
+		"an endless body without one":   "HTTP/1.1 200 OK\r\n\r\n" + strings.Repeat("b", 10*1024),
+		"a chunk size line too long":    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2;" + strings.Repeat("e", 5000),
+		"a forbidden trailer":           "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: content-length\r\n\r\n",
+		"two encodings":                 "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"an encoding without its value": "HTTP/1.1 200 OK\r\nTransfer-Encoding:\r\nContent-Length: 2\r\n\r\n{}",
+	} {
+		for _, lim := range []limits{daemonLimits, small} {
+			answer, read, err := handAnswer([]byte(raw), lim)
+			if got := outcome(answer, err); got != "error: "+notAnAnswer {
+				t.Errorf("%s: got %s", name, got)
+			}
+			if head := strings.Index(raw, "\r\n\r\n") + 4; read > head+answerBufferBytes {
+				t.Errorf("%s: read %d bytes, past the head and one buffer", name, read)
+			}
+		}
+	}
+}
+
 func TestReadReplyStopsAtItsLimits(t *testing.T) {
 	body := strings.Repeat("b", 10*1024)
 	cases := []struct{ name, raw, want string }{
@@ -180,17 +196,17 @@ func TestReadReplyStopsAtItsLimits(t *testing.T) {
 		{"endless headers", "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-A: 1\r\n", 1000), "head is over 1024 bytes"},
 		{"a body over the cap", "HTTP/1.1 200 OK\r\nContent-Length: 10240\r\n\r\n" + body,
 			"sent an answer over 4096 bytes (a cloudrunner daemon's are far smaller)"},
-		{"a body over the cap until the close", "HTTP/1.1 200 OK\r\n\r\n" + body, "sent an answer over 4096 bytes"},
-		{"chunks over the cap", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2800\r\n" + body + "\r\n0\r\n\r\n",
+		{"a length over the cap, the body short", "HTTP/1.1 200 OK\r\nContent-Length: 999999\r\n\r\n" + body,
 			"sent an answer over 4096 bytes"},
-		{"a trailer over the cap", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: " + body,
-			"sent an answer over 4096 bytes"},
-		{"a body at the cap", "HTTP/1.1 200 OK\r\n\r\n" + strings.Repeat("b", 4096-19), "200 blocked=false"},
-		{"a body one past the cap", "HTTP/1.1 200 OK\r\n\r\n" + strings.Repeat("b", 4096-18), "sent an answer over 4096"},
+		// the head "HTTP/1.1 200 OK\r\nContent-Length: NNNN\r\n\r\n" is 41 bytes
+		{"a body at the cap", "HTTP/1.1 200 OK\r\nContent-Length: 4055\r\n\r\n" + strings.Repeat("b", 4055),
+			"200 blocked=false"},
+		{"a body one past the cap", "HTTP/1.1 200 OK\r\nContent-Length: 4056\r\n\r\n" + strings.Repeat("b", 4056),
+			"sent an answer over 4096"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			answer, err, read := handAnswer([]byte(c.raw), small)
+			answer, read, err := handAnswer([]byte(c.raw), small)
 			if got := outcome(answer, err); !strings.Contains(got, c.want) {
 				t.Errorf("got %s, want %s", got, c.want)
 			}
@@ -238,47 +254,65 @@ func TestRequestHeadIsWhatNetHTTPWrote(t *testing.T) {
 	}
 }
 
-// FuzzReadReply: on any bytes the reader neither panics nor takes more than its limit, and
-// under the daemon's limits it says what net/http's reading said.
+// framedByLength: whether the head (read by textproto, apart from the reader under test)
+// frames its body as a daemon does: a non-empty Content-Length and no Transfer-Encoding, on a
+// status whose body net/http reads (not 1xx, 204 or 304).
+func framedByLength(raw []byte) bool {
+	tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(raw)))
+	line, err := tp.ReadLine()
+	if err != nil {
+		return false
+	}
+	header, err := tp.ReadMIMEHeader()
+	if err != nil {
+		return false
+	}
+	_, chunked := header["Transfer-Encoding"]
+	fields := strings.Fields(line)
+	bodiless := len(fields) > 1 && (strings.HasPrefix(fields[1], "1") || fields[1] == "204" || fields[1] == "304")
+	return !chunked && !bodiless && textproto.TrimString(header.Get("Content-Length")) != ""
+}
+
+// FuzzReadReply: on any bytes the reader neither panics nor takes more than its limit; an
+// answer framed by its length it reads as net/http did, and one framed otherwise is either
+// not an answer or refused for the same reason net/http refused it.
 func FuzzReadReply(f *testing.F) {
 	for _, seed := range []string{
 		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}",
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X\r\n\r\n2;e\r\n{}\r\n0\r\nX: 1\r\n\r\n",
 		"HTTP/1.0 503 x\nx-cloudrunner-blocked: true\n\n{}",
 		"HTTP/1.1 204 \r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n{}",
 		"SSH-2.0-x\r\n",
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		answer, err, read := handAnswer(raw, small)
+		answer, read, err := handAnswer(raw, small)
 		if read > int(small.total)+1 {
 			t.Fatalf("read %d bytes, over the limit of %d", read, small.total)
 		}
-		if err == nil && len(answer.body) > int(small.total) {
-			t.Fatalf("a body of %d bytes, over the limit of %d", len(answer.body), small.total)
+		if err == nil && len(answer.Body) > int(small.total) {
+			t.Fatalf("a body of %d bytes, over the limit of %d", len(answer.Body), small.total)
 		}
 		var problem unreachable
 		if err != nil && !errors.As(err, &problem) {
 			t.Fatalf("an error that is no problem line: %v", err)
 		}
-		answer, err, _ = handAnswer(raw, daemonLimits)
+		answer, _, err = handAnswer(raw, daemonLimits)
 		got := outcome(answer, err)
-		if was := outcome(netHTTPAnswer(raw)); !tooLarge(err) && was != got {
+		if tooLarge(err) {
+			return
+		}
+		was := outcome(netHTTPAnswer(raw))
+		if framedByLength(raw) && was != got {
 			t.Fatalf("net/http said %s, the hand-written reader %s", was, got)
 		}
-	})
-}
-
-// The point of httpwire.go: the binary must not link net/http (or what it drags in) again.
-func TestTheBinaryDoesNotImportNetHTTP(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	for _, pkg := range strings.Fields(string(out)) {
-		if pkg == "net/http" || pkg == "crypto/tls" || pkg == "crypto/x509" || pkg == "mime" {
-			t.Errorf("the client imports %s; its start-up then costs every event", pkg)
+		if !framedByLength(raw) && was != got && got != "error: "+notAnAnswer {
+			t.Fatalf("no length: net/http said %s, the hand-written reader %s", was, got)
 		}
-	}
+		if got == "error: "+notAnAnswer && framedByLength(raw) {
+			t.Fatalf("an answer framed by its length refused: %q", raw)
+		}
+	})
 }

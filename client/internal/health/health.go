@@ -1,65 +1,66 @@
-package main
+// Package health is `cloudrunner-hook health [--ready]`: whether the daemon answers healthy
+// (or ready), and a line when its version is not this client's.
+package health
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
-	"unicode"
+
+	"cloudrunner.invalid/cloudrunner-hook/internal/cli"
+	"cloudrunner.invalid/cloudrunner-hook/internal/text"
+	"cloudrunner.invalid/cloudrunner-hook/internal/wire"
 )
 
-// health is `cloudrunner health [--ready]`: exit 0 when the daemon is healthy (or ready),
-// else 1 with the reason on stderr.
-func health(opts *options, stdout, stderr io.Writer) int {
-	ep, err := endpointFrom(opts.socket, opts.url, opts.tokenFile)
+// Run is `cloudrunner health [--ready]`: exit 0 when the daemon is healthy (or ready), else
+// 1 with the reason on stderr; 64 with one line for a usage error. version is this client's.
+func Run(opts *cli.Health, version string, stdout, stderr io.Writer) int {
+	ep, err := wire.EndpointFrom(opts.Socket, opts.URL, opts.TokenFile)
 	if err != nil {
-		return usageFail(stderr, err.Error())
+		return cli.Fail(stderr, err.Error())
 	}
 	path := "/healthz"
 	state := "healthy"
-	if opts.ready {
+	if opts.Ready {
 		path, state = "/readyz", "ready"
 	}
-	answer, err := request(ep, "GET", path, nil, opts.timeout,
-		time.Duration(opts.timeout*float64(time.Second)))
+	answer, err := wire.Request(ep, "GET", path, nil, opts.Timeout,
+		time.Duration(opts.Timeout*float64(time.Second)))
 	if err != nil {
-		say(stderr, "cloudrunner: unhealthy: "+err.Error())
+		text.Say(stderr, "cloudrunner: unhealthy: "+err.Error())
 		return 1
 	}
-	text := decodeReplace(answer.body)
-	if answer.status == 200 {
-		fmt.Fprintln(stdout, trimPySpace(text))
-		if !opts.ready {
-			if line := versionMismatch(answer.body, version); line != "" {
-				say(stderr, line)
+	body := text.DecodeReplace(answer.Body)
+	if answer.Status == 200 {
+		fmt.Fprintln(stdout, text.TrimPySpace(body))
+		if !opts.Ready {
+			if line := VersionMismatch(answer.Body, version); line != "" {
+				text.Say(stderr, line)
 			}
 		}
 		return 0
 	}
-	reason := text
+	reason := body
 	var data map[string]any
-	if json.Unmarshal(answer.body, &data) == nil {
+	if json.Unmarshal(answer.Body, &data) == nil {
 		if value, ok := data["reason"]; ok && value != nil && value != "" && value != false {
 			if s, ok := value.(string); ok {
 				reason = s
 			} else {
-				reason = string(compactJSON(value))
+				reason = string(text.CompactJSON(value))
 			}
 		}
 	}
-	say(stderr, fmt.Sprintf("cloudrunner: not %s (HTTP %d): %s", state, answer.status,
-		firstRunes(trimPySpace(reason), 300)))
+	text.Say(stderr, fmt.Sprintf("cloudrunner: not %s (HTTP %d): %s", state, answer.Status,
+		text.FirstRunes(text.TrimPySpace(reason), 300)))
 	return 1
 }
 
-// trimPySpace is Python's str.strip(): whitespace at both ends.
-func trimPySpace(s string) string { return strings.TrimFunc(s, unicode.IsSpace) }
-
-// versionMismatch is the one line saying the daemon's version (its /healthz answer) is not
+// VersionMismatch is the one line saying the daemon's version (its /healthz answer) is not
 // this client's, or "" when they are the same or this binary was built without a version.
 // cloudrunner/commands/health.py says the same words.
-func versionMismatch(body []byte, mine string) string {
+func VersionMismatch(body []byte, mine string) string {
 	if mine == "unknown" {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package main
+package crash
 
 import (
 	"bytes"
@@ -12,13 +12,12 @@ func TestAPanicExitsSeventyWithItsTraceInAUserOnlyFile(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("TMPDIR", dir)
 	var stderr bytes.Buffer
-	code := guarded(func() int {
-		var answer map[string]any
-		answer["decision"] = "allow" // a nil map: a real runtime panic
-		return 0
+	code := Guarded(func() int {
+		words := strings.Fields(os.Getenv("CLOUDRUNNER_TEST_NO_SUCH_VARIABLE"))
+		return len(words[0]) // no words: a real runtime panic (index out of range)
 	}, &stderr)
-	if code != exitInternal {
-		t.Fatalf("exit %d, want %d (Go's own panic status 2 would read as a block)", code, exitInternal)
+	if code != ExitInternal {
+		t.Fatalf("exit %d, want %d (Go's own panic status 2 would read as a block)", code, ExitInternal)
 	}
 	line := strings.TrimSpace(stderr.String())
 	if strings.Count(line, "\n") != 0 || !strings.HasPrefix(line, "cloudrunner: internal error (") {
@@ -33,7 +32,7 @@ func TestAPanicExitsSeventyWithItsTraceInAUserOnlyFile(t *testing.T) {
 		t.Fatalf("the trace file must be readable by the user only: %v %v", info.Mode(), err)
 	}
 	trace, _ := os.ReadFile(files[0])
-	if !strings.Contains(string(trace), "assignment to entry in nil map") ||
+	if !strings.Contains(string(trace), "index out of range") ||
 		!strings.Contains(string(trace), "crash_test.go") {
 		t.Fatalf("the file must hold the panic and its stack, got %q", trace)
 	}
@@ -44,7 +43,7 @@ func TestATraceThatCannotBeSavedGoesToStderr(t *testing.T) {
 	code := reportBug("string", "panic: boom\n\nstack here\n",
 		filepath.Join(t.TempDir(), "missing"), &stderr)
 	text := stderr.String()
-	if code != exitInternal || !strings.Contains(text, "stack here") ||
+	if code != ExitInternal || !strings.Contains(text, "stack here") ||
 		!strings.Contains(text, "could not save it") {
 		t.Fatalf("exit %d, stderr %q: the trace must never be lost", code, text)
 	}
@@ -52,7 +51,7 @@ func TestATraceThatCannotBeSavedGoesToStderr(t *testing.T) {
 
 func TestNoPanicKeepsTheExitCode(t *testing.T) {
 	var stderr bytes.Buffer
-	if code := guarded(func() int { return 2 }, &stderr); code != 2 || stderr.Len() != 0 {
+	if code := Guarded(func() int { return 2 }, &stderr); code != 2 || stderr.Len() != 0 {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 }

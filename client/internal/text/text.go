@@ -1,21 +1,24 @@
-package main
+// Package text says things the way the Python client says them: Python's repr, its
+// strerror, its str.strip, its f"{x:g}", json.dumps; and the one-line stderr message.
+package text
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"syscall"
 	"unicode"
 	"unicode/utf8"
 )
 
-// pyRepr quotes a string the way Python's repr() does (the Python client's messages use
+// PyRepr quotes a string the way Python's repr() does (the Python client's messages use
 // it): single quotes, or double ones when the text holds a single quote and no double one;
 // backslash escapes for the quote, \\, \t, \n, \r and what is not printable; a byte that is
 // not UTF-8 as Python's surrogate escape of it (\udcXX).
-func pyRepr(s string) string {
+func PyRepr(s string) string {
 	quote := byte('\'')
 	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
 		quote = '"'
@@ -53,9 +56,9 @@ func pyRepr(s string) string {
 	return sb.String()
 }
 
-// compactJSON encodes a value without HTML escaping, keys sorted (maps), no newline:
+// CompactJSON encodes a value without HTML escaping, keys sorted (maps), no newline:
 // what json.dumps(v, ensure_ascii=False, separators=(",", ":"), sort_keys=True) gives.
-func compactJSON(v any) []byte {
+func CompactJSON(v any) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -65,9 +68,9 @@ func compactJSON(v any) []byte {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
-// osText is an error's text in lower case without an errno number, as Python's
+// OSText is an error's text in lower case without an errno number, as Python's
 // strerror gives it with its first letter lowered.
-func osText(err error) string {
+func OSText(err error) string {
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		return lowerFirst(errno.Error())
@@ -83,8 +86,8 @@ func lowerFirst(s string) string {
 	return strings.ToLower(string(r)) + s[size:]
 }
 
-// decodeReplace is Python's bytes.decode(errors="replace"): one U+FFFD per bad byte.
-func decodeReplace(b []byte) string {
+// DecodeReplace is Python's bytes.decode(errors="replace"): one U+FFFD per bad byte.
+func DecodeReplace(b []byte) string {
 	var sb strings.Builder
 	for len(b) > 0 {
 		r, size := utf8.DecodeRune(b)
@@ -94,8 +97,8 @@ func decodeReplace(b []byte) string {
 	return sb.String()
 }
 
-// firstRunes is s[:n] in characters, like Python slicing a str.
-func firstRunes(s string, n int) string {
+// FirstRunes is s[:n] in characters, like Python slicing a str.
+func FirstRunes(s string, n int) string {
 	count := 0
 	for i := range s {
 		if count == n {
@@ -106,7 +109,13 @@ func firstRunes(s string, n int) string {
 	return s
 }
 
-// formatSeconds is Python's f"{value:g}".
-func formatSeconds(value float64) string {
+// FormatSeconds is Python's f"{value:g}".
+func FormatSeconds(value float64) string {
 	return fmt.Sprintf("%.6g", value)
 }
+
+// TrimPySpace is Python's str.strip(): whitespace at both ends.
+func TrimPySpace(s string) string { return strings.TrimFunc(s, unicode.IsSpace) }
+
+// Say writes one line to stderr.
+func Say(stderr io.Writer, line string) { fmt.Fprintln(stderr, line) }

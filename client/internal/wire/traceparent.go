@@ -10,7 +10,8 @@ import (
 // Request.Write would place it, after the other headers, before the blank line) when the
 // agent's environment has TRACEPARENT in the W3C shape, VERSION-TRACEID-PARENTID-FLAGS in
 // lowercase hex: the agent's trace then continues through the hooks. Another value is not
-// sent (the daemon checks the rest). The Python client does the same (traceparent()).
+// sent (the daemon checks the rest). The Python client does the same
+// (cloudrunner/client: traceparent()).
 func withTraceparent(head []byte) []byte {
 	value := strings.Trim(os.Getenv("TRACEPARENT"), " \t")
 	if !traceparentShape(value) || !bytes.HasSuffix(head, []byte("\r\n\r\n")) {

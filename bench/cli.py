@@ -2,9 +2,10 @@
 
     python -m bench [--smoke] [--out DIR] [--runtime runc --runtime runsc] [--part N ...]
 
-Parts: 1 sandbox modes, 2 end to end, 3 throughput, 4 scaling, 5 cold start. `--smoke` runs
-a few iterations of each part on runc only: it checks that the benchmark works, its figures
-mean nothing.
+Parts: 1 sandbox modes, 2 end to end, 3 throughput, 4 scaling, 5 cold start, 6 tracing
+(a daemon with tracing off and one tracing to a collector on loopback). `--smoke` runs a few
+iterations of each part on runc only: it checks that the benchmark works, its figures mean
+nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from bench import (
     table,
     targets,
     throughput,
+    tracing_cost,
 )
 from bench.cases import CASES, CAT
 from bench.daemon import DaemonProcess
@@ -43,7 +45,7 @@ from cloudrunner.images import DEFAULT_RUNTIME_IMAGE
 from cloudrunner.logs import configure_logging
 
 log = logging.getLogger("bench")
-PARTS = (1, 2, 3, 4, 5)
+PARTS = (1, 2, 3, 4, 5, 6)
 
 
 @dataclass(frozen=True)
@@ -224,6 +226,9 @@ def _run(
     if 5 in parts:
         attempt("part 5 (in process)", partial(cold_start.measure, report, client,
                                                worker=worker, iterations=plan.cold))  # fmt: skip
+    if 6 in parts:
+        attempt("part 6 (tracing)", partial(tracing_cost.measure, report, worker,
+                                            iterations=plan.session))  # fmt: skip
     report.rows.sort(key=lambda row: _SECTION_ORDER.index(row.section))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import end_to_end
+from bench import end_to_end, tracing_cost
 from bench.cases import CAT as CAT_CASE
 from bench.results import Report, Row
 from bench.sandbox_modes import bare_key
@@ -62,6 +62,18 @@ def figures(report: Report) -> dict[str, Any]:
             out["compiled_x_bare"] = compiled.summary.p50 / bare.summary.p50
     if interpreter is not None:
         out["interpreter_p50_ms"] = interpreter.summary.p50
+    # Tracing (issue 38): the two daemons' rows and the bare hook taken beside them.
+    off = _row(report, "end_to_end", tracing_cost.OFF)
+    on = _row(report, "end_to_end", tracing_cost.ON)
+    beside = _row(report, "end_to_end", tracing_cost.BARE)
+    if off is not None and on is not None and beside is not None:
+        out["tracing_off_x_bare"] = off.summary.p50 / beside.summary.p50
+        out["tracing_on_x_bare"] = on.summary.p50 / beside.summary.p50
+        out["tracing_on_over_off_p50_ms"] = on.summary.p50 - off.summary.p50
+        out["tracing_on_over_off_p99_ms"] = on.summary.p99 - off.summary.p99
+        if request is not None:
+            # the daemon of part 2 (no [telemetry]) against the untraced daemon of part 6
+            out["tracing_off_over_request_p50_ms"] = off.summary.p50 - request.summary.p50
     bare_rate = 1000.0 / bare.summary.p50 if bare is not None else None
     for sessions in (1, 4, 8, 32):
         row = report.row(f"throughput/{CAT}/{sessions} session{'s' if sessions > 1 else ''}/runc")
@@ -127,6 +139,13 @@ def render(found: dict[str, Any]) -> list[str]:
                 if "compiled_x_bare" in found
                 else ""
             )
+        )
+    if "tracing_on_over_off_p50_ms" in found:
+        lines.append(
+            f"  tracing (issue 38): off {found['tracing_off_x_bare']:.2f}x bare, on "
+            f"{found['tracing_on_x_bare']:.2f}x bare at p50; on over off "
+            f"{found['tracing_on_over_off_p50_ms']:+.2f} ms at p50, "
+            f"{found['tracing_on_over_off_p99_ms']:+.2f} ms at p99"
         )
     for n in (1, 4, 8, 32):
         if f"events_per_s_{n}" not in found:

@@ -124,6 +124,10 @@ def evaluate(report: Report) -> list[dict[str, Any]]:
         "(issue 24)",
         at_most("compiled_x_bare", 3, "{:.2f}x bare at p50"),
     )
+    target(
+        "tracing on (a collector on loopback) at most +0.3 ms p50 over tracing off (issue 38)",
+        at_most("tracing_on_over_off_p50_ms", 0.3, "{:+.2f} ms p50 over tracing off"),
+    )
     target("hook mode within 1.2x of a plain docker run (p50)", hook_vs_docker)
     target("per-event client under 25 ms p50 with the daemon up", client)
     target(">= 300 trivial events/s over 8 concurrent sessions", rate)

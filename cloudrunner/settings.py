@@ -34,6 +34,7 @@ from cloudrunner.protocol.profiles import (
     SourceKindName,
 )
 from cloudrunner.sandbox.limits import MIB, ByteSize, SandboxProfile
+from cloudrunner.telemetry import TelemetrySettings
 
 if TYPE_CHECKING:
     from cloudrunner.sources import SourceSettings
@@ -288,6 +289,7 @@ class Settings(_Section):
     home: HomeSettings = Field(default_factory=HomeSettings)
     egress: EgressSettings = Field(default_factory=EgressSettings)
     hook_env: HookEnvSettings = Field(default_factory=HookEnvSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 
     @model_validator(mode="after")
     def _egress_fits_the_sandbox(self) -> Settings:

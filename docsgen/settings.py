@@ -116,6 +116,8 @@ _EXAMPLES: dict[str, Any] = {
     "egress.sandbox_subnets": "172.30.0.0/16",
     "domains": ["api.example.com"],
     "addresses": ["192.0.2.10"],
+    # empty by default (off), which says nothing about what to write
+    "telemetry.otlp_endpoint": "http://127.0.0.1:4318",
 }
 
 
@@ -130,7 +132,7 @@ def _example(dotted: str, annotation: Any) -> str:
     simple = _type_name(annotation).removesuffix(" (optional)")
     if value == [] and simple.startswith("list of"):  # an empty default: show one item
         value = None
-    if value is None:
+    if value is None or (value == "" and dotted in _EXAMPLES):
         value = _EXAMPLES.get(dotted, _EXAMPLES.get(dotted.rsplit(".", 1)[-1]))
     if value is None:
         if simple.startswith('"'):

@@ -49,6 +49,7 @@ __all__ = [
     "os_text",
     "request",
     "seconds_above_zero",
+    "traceparent",
     "usage_error",
 ]
 
@@ -169,9 +170,11 @@ def request(
     *,
     timeout_s: float = 600.0,
     connect_timeout_s: float = 5.0,
+    trace: str | None = None,
 ) -> HttpReply:
     """One HTTP/1.1 request with `Connection: close`; raises Unreachable when nothing
-    answers, ValueError when the answer is not HTTP."""
+    answers, ValueError when the answer is not HTTP. `trace`: a `traceparent` header's
+    value (see `traceparent`)."""
     try:
         sock = _connect(endpoint, connect_timeout_s)
     except OSError as exc:
@@ -190,6 +193,8 @@ def request(
             head.append("Content-Type: application/json")
         if endpoint.token:
             head.append(f"Authorization: Bearer {endpoint.token}")
+        if trace:
+            head.append(f"traceparent: {trace}")
         chunks: list[bytes] = []
         try:
             try:  # noqa: SIM105 (contextlib costs the fast path ~2 ms of imports)
@@ -344,6 +349,30 @@ def endpoint_from(
         state = env_var("CLOUDRUNNER_STATE_DIR") or DEFAULT_STATE_DIR
         path = state + SOCKET_NAME if state.endswith("/") else f"{state}/{SOCKET_NAME}"
     return Endpoint(path)
+
+
+_HEX = "0123456789abcdef"
+
+
+def traceparent() -> str | None:
+    """The agent's TRACEPARENT when it has the W3C traceparent shape (VERSION-TRACEID-
+    PARENTID-FLAGS in lowercase hex), to pass on so the agent's trace continues through the
+    hooks; None when unset or of another shape (the daemon checks the rest). The compiled
+    client does the same."""
+    value = env_var("TRACEPARENT")
+    if not value:
+        return None
+    value = value.strip(" \t")
+    if len(value) > 512 or not all("!" <= ch <= "~" for ch in value):
+        return None  # a header carries visible ASCII only
+    fields = value.split("-")
+    if len(fields) < 4 or [len(f) for f in fields[:4]] != [2, 32, 16, 2]:
+        return None
+    if not all(ch in _HEX for ch in "".join(fields[:4])) or fields[0] == "ff":
+        return None
+    if fields[0] == "00" and len(fields) != 4:
+        return None
+    return value
 
 
 # --------------------------------------------------------------------------- answers

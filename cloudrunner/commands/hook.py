@@ -38,6 +38,7 @@ from cloudrunner.client import (
     os_text,
     request,
     seconds_above_zero,
+    traceparent,
     usage_error,
 )
 
@@ -244,7 +245,14 @@ def hook_command(args: "HookOptions | argparse.Namespace") -> int:
         return _in_process(payload, args, policy)
     problem: str
     try:
-        reply = request(endpoint, "POST", f"/v1/events/{event}", payload, timeout_s=args.timeout)
+        reply = request(
+            endpoint,
+            "POST",
+            f"/v1/events/{event}",
+            payload,
+            timeout_s=args.timeout,
+            trace=traceparent(),
+        )
     except (Unreachable, ValueError) as exc:
         problem = str(exc)
     else:

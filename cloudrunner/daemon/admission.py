@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from cloudrunner.daemon.errors import draining
+from cloudrunner.telemetry import waited
 
 
 class Admission:
@@ -58,7 +59,9 @@ class Admission:
         """Hold a slot while the block runs (`queued`: `queue` was called for this event)."""
         if not queued:
             self.queue()
+        asked = time.monotonic()
         self._slots.acquire()
+        waited("cloudrunner.admission.slot_wait_ms", asked)  # on the event's trace, if any
         with self._lock:
             self._waiting -= 1
             self._in_flight += 1

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import pydantic
 import structlog
 
+from cloudrunner import telemetry
 from cloudrunner.client import BLOCKED_HEADER, blocks
 from cloudrunner.daemon import models
 from cloudrunner.daemon.asgi import ClientDisconnect, Receive, Request, Response, Scope, Send
@@ -166,6 +167,10 @@ class App:
         return json_response(200, document())
 
     async def event(self, request: Request, params: _Params) -> Response:
+        with telemetry.front(request.header("traceparent"), "event"):
+            return await self._event(request, params)
+
+    async def _event(self, request: Request, params: _Params) -> Response:
         session = params.get("session", DEFAULT_SESSION)
         event = params["event"]
         self.daemon.session_info(session)  # an unknown session is refused before the body
@@ -181,7 +186,11 @@ class App:
         self.daemon.queue_event()  # counted (and waited for by a drain) from here on
         try:
             future = self.events.submit_to_loop(
-                asyncio.get_running_loop(), self._handle_queued, session, event, payload
+                asyncio.get_running_loop(),
+                telemetry.carry(self._handle_queued),  # the thread continues the front's span
+                session,
+                event,
+                payload,
             )
         except BaseException:
             self.daemon.unqueue_event()

@@ -46,6 +46,7 @@ from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.session_pool import SessionPool
 from cloudrunner.settings import Settings
 from cloudrunner.sources import SourceSet
+from cloudrunner.telemetry import start as start_tracing
 from cloudrunner.worker import (
     EventReply,
     PayloadRefused,
@@ -70,6 +71,8 @@ class Daemon(ClosesOnExit):
         self.settings = settings
         self.worker_id = settings.effective_worker_id
         self.metrics = DaemonMetrics()
+        # first: an unusable OTEL_* endpoint stops the start before anything is opened
+        self.tracing = start_tracing(settings.telemetry, self.worker_id)
         self.link = EngineLink(None)
         self.audit = open_audit(settings)
         self.egress = open_egress(settings, self.link)
@@ -121,6 +124,11 @@ class Daemon(ClosesOnExit):
             lambda: self.audit.failures,
         )  # fmt: skip
         self.metrics.readiness(self.readiness)
+        self.metrics.counter(
+            "cloudrunner_trace_spans_dropped", "trace spans not delivered to the OTLP collector "
+            "(unreachable, slow or refusing them; the events were answered as ever)",
+            lambda: self.tracing.dropped if self.tracing is not None else 0,
+        )  # fmt: skip
         self._sweeper = threading.Thread(target=self._sweep, name="pool-sweeper", daemon=True)
 
     # ------------------------------------------------------------------ life cycle
@@ -181,6 +189,8 @@ class Daemon(ClosesOnExit):
         for session in self.registry.all():
             session.worker.close()
         self.audit.close()
+        if self.tracing is not None:
+            self.tracing.close()
 
     def _sweep(self) -> None:
         while not self._stop.wait(_SWEEP_INTERVAL_S):

@@ -42,7 +42,7 @@ from typing import Any
 
 import structlog
 
-from cloudrunner import logs
+from cloudrunner import logs, telemetry
 from cloudrunner.daemon.app import (
     CONTROL_BODY_CAP,
     App,
@@ -84,17 +84,21 @@ _NEVER = float("inf")
 log = structlog.get_logger("cloudrunner.server")
 
 
-def answer_event(daemon: Daemon, session: str, event: str, payload: bytes) -> Response:
+def answer_event(
+    daemon: Daemon, session: str, event: str, payload: bytes, traceparent: str | None = None
+) -> Response:
     """The event route, run in the connection's thread from start to end: counted as
-    queued (so a drain waits for it), handled in a slot, answered."""
-    try:
-        daemon.queue_event()
-        reply = daemon.handle_event(session, event, payload, queued=True)
-    except DaemonError as exc:
-        return error_response(exc)
-    except Exception as exc:
-        return internal_error("POST", f"/v1/events/{event}", exc)
-    return event_response(reply)
+    queued (so a drain waits for it), handled in a slot, answered; one trace's front span
+    when tracing is on (`traceparent`: the request's header)."""
+    with telemetry.front(traceparent, "event"):
+        try:
+            daemon.queue_event()
+            reply = daemon.handle_event(session, event, payload, queued=True)
+        except DaemonError as exc:
+            return error_response(exc)
+        except Exception as exc:
+            return internal_error("POST", f"/v1/events/{event}", exc)
+        return event_response(reply)
 
 
 class _Conn:
@@ -473,7 +477,11 @@ class ThreadServer:
         name, params = conn.route
         if name is Route.EVENT:
             session = params.get("session", DEFAULT_SESSION)
-            return answer_event(self.daemon, session, params["event"], incoming.body())
+            traceparent = incoming.header(b"traceparent")
+            return answer_event(
+                self.daemon, session, params["event"], incoming.body(),
+                None if traceparent is None else traceparent.decode("latin-1"),
+            )  # fmt: skip
         # every other route: the app, on the daemon's loop
         request = _request(incoming, incoming.body())
         try:

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple, NoReturn
 
 import structlog
 
-from cloudrunner import workspace
+from cloudrunner import telemetry, workspace
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind
 from cloudrunner.audit.records import Entry
 from cloudrunner.egress.credentials import RunAttribution
@@ -130,8 +130,10 @@ class EventPipeline:
             )
         except Refusal as exc:
             self.refuse(exc.event or "", exc.document or {}, exc)
+        telemetry.event_ids(intake.name, intake.document)
         try:
-            admitted = self._admit(intake)
+            with telemetry.span("admission"):  # workspace, gate, sources, plan, session state
+                admitted = self._admit(intake)
         except Refusal as exc:
             self.refuse(intake.name, intake.document, exc)
         if isinstance(admitted, EventReply):
@@ -166,7 +168,8 @@ class EventPipeline:
             answer = neutral_answer(name)
             fields = records.gated(intake.ids(), document, decision, answer)
             _, durable = self._append_first(name, (RecordKind.GATED, fields))
-            durable()
+            with telemetry.span("audit.sync", {"cloudrunner.audit.records": "gated"}):
+                durable()
             return EventReply(answer, gated=True, records=1, conversation_id=intake.conversation_id)
         sources = load_sources(source_settings(self.settings, ws.root, ws.trust_project_hooks))
         if self.on_sources is not None:
@@ -232,7 +235,8 @@ class EventPipeline:
             sandboxes.close()
             self.egress.end(issued)
         loops = PersistentLoopCounterStore(self.sessions)
-        merged = merge(plan, outcome.results, loops)
+        with telemetry.span("merge"):
+            merged = merge(plan, outcome.results, loops)
         unrecorded = list(loops.problems)
         skipped = records.skipped(sources, state.source_hashes, ids)
         unrecorded += self._keep_session(name, plan, state, sources, merged.env)
@@ -251,7 +255,8 @@ class EventPipeline:
             *((RecordKind.EGRESS, fields) for fields in egress_records),
             (RecordKind.DECISION, closing),
         ]
-        unrecorded += self._write(name, received["seq"], written)
+        with telemetry.span("audit.sync", {"cloudrunner.audit.records": "closing"}):
+            unrecorded += self._write(name, received["seq"], written)
         for problem in unrecorded:
             # the operational log (stderr), never stdout: the agent still gets the answer
             _log.warning("event-unrecorded", hook_event=name, problem=problem)
@@ -376,7 +381,8 @@ class EventPipeline:
             durable()
             raise
         try:
-            durable()
+            with telemetry.span("audit.sync", {"cloudrunner.audit.records": "received"}):
+                durable()
         except BaseException:
             with contextlib.suppress(Exception):
                 prepared.sandboxes.close()

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cloudrunner import telemetry
 from cloudrunner.event import transcript
 from cloudrunner.event.hook_env import Passed
 from cloudrunner.protocol import sandbox_causes
@@ -162,11 +163,23 @@ def run_plan(
     lock = threading.Lock()
 
     def run_one(hook: PlannedHook) -> Execution:
+        with telemetry.hook(str(hook.source_kind), hook.hook_id, hook.command) as span:
+            execution, result = run_in_sandbox(hook)
+            telemetry.hook_ran(
+                span,
+                str(execution.status),
+                execution.exit_code,
+                str(execution.cause.kind) if execution.cause is not None else None,
+                result.attestation if result is not None else {},
+            )
+            return execution
+
+    def run_in_sandbox(hook: PlannedHook) -> tuple[Execution, ExecResult | None]:
         try:
             sandbox = sandboxes.get(hook.source_kind, hook.working_dir)
         except Exception as exc:  # a sandbox that cannot be opened fails this hook only
             message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-            return Execution(ExecutionStatus.SANDBOX_ERROR, message=message)
+            return Execution(ExecutionStatus.SANDBOX_ERROR, message=message), None
         request = ExecRequest(
             command=hook.command,
             cwd=str(hook.working_dir),
@@ -181,13 +194,13 @@ def run_plan(
         result = sandbox.run(request)
         with lock:
             executions[hook.hook_id] = result
-        return to_execution(result, workspace, str(hook.source_kind))
+        return to_execution(result, workspace, str(hook.source_kind)), result
 
     def run_tier(hooks: Sequence[PlannedHook]) -> Sequence[Execution]:
         if len(hooks) == 1:
             return [run_one(hooks[0])]
         with ThreadPoolExecutor(max_workers=min(max_parallel, len(hooks))) as pool:
-            return list(pool.map(run_one, hooks))
+            return list(pool.map(telemetry.carry(run_one), hooks))
 
     results = run_tiers(plan, run_tier)
     return RunOutcome(results, executions, passed_env)

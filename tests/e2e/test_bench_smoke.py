@@ -61,17 +61,21 @@ def test_the_smoke_run_fills_every_section_and_writes_json_and_chart(
         "daemon HTTP request only",
         "bare, beside the daemon",
         "cloudrunner run (in-process)",
+        "daemon request, tracing off",
+        "daemon request, tracing on",
+        "bare, beside the tracing rows",
     }
     for row in report["sections"]["throughput"]:
         assert row["extra"]["events_per_s"] > 0
         assert row["extra"]["peak_rss_mb"] > 0
         assert row["extra"]["daemon_cpu_ms_per_event"] >= 0
     assert len(report["sections"]["scaling"]) == 7
-    assert len(report["targets"]) == 11
+    assert len(report["targets"]) == 12
     figures = report["meta"]["figures"]
     for name in ("daemon_overhead_p50_ms", "client_x_interpreter", "client_is_x_interpreter",
                  "events_per_s_1", "events_per_s_4", "peak_rss_mb_4", "compiled_over_request_ms",
-                 "compiled_x_bare"):  # fmt: skip
+                 "compiled_x_bare", "tracing_on_over_off_p50_ms",
+                 "tracing_off_x_bare"):  # fmt: skip
         assert isinstance(figures[name], float), name
     assert "in-daemon overhead, trivial warm hook:" in proc.stdout
     svg = (out / "bench.svg").read_text()

@@ -13,7 +13,9 @@ import cloudrunner
 
 PACKAGE = Path(cloudrunner.__file__).parent
 #: the sub-packages whose public names their `__init__` exports
-PACKAGES = ("client", "images", "replay", "shell", "sources", "validate", "vm", "workspace")
+PACKAGES = (
+    "client", "images", "replay", "shell", "sources", "telemetry", "validate", "vm", "workspace"
+)
 #: module names said twice before the event path's modules move (issue 36 removes these);
 #: the check is that no new one appears
 KNOWN_TWICE = frozenset({

@@ -197,7 +197,7 @@ func Request(ep Endpoint, method, path string, body []byte, seconds float64, con
 	// (a body over its cap), and that answer is what counts.
 	written := make(chan error, 1)
 	go func() {
-		_, err := (&net.Buffers{requestHead(method, path, body, ep.Token), body}).WriteTo(conn)
+		_, err := (&net.Buffers{withTraceparent(requestHead(method, path, body, ep.Token)), body}).WriteTo(conn)
 		written <- err
 	}()
 	return answerFrom(ep, conn, written, seconds, daemonLimits)

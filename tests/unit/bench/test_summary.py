@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from bench import end_to_end
+from bench import end_to_end, tracing_cost
 from bench.results import Report, Row
 from bench.summary import figures, render
 from bench.table import render as render_table
@@ -80,3 +80,26 @@ def test_a_run_without_those_parts_prints_no_figures() -> None:
     r.add(Row("sandbox", "cat", "bare", "host", [1.0]))
     assert figures(r) == {} or render(figures(r)) == []
     assert render({}) == []
+
+
+def test_tracing_is_against_the_untraced_daemon_and_the_bare_row_beside_them() -> None:
+    r = run()
+    for mode, samples in (
+        (tracing_cost.OFF, [3.0, 3.3, 3.6]),
+        (tracing_cost.ON, [3.2, 3.5, 3.9]),
+        (tracing_cost.BARE, [1.5, 1.5, 1.5]),
+    ):
+        r.add(Row("end_to_end", "cat", mode, "runc", samples, BARE))
+    found = figures(r)
+    assert math.isclose(found["tracing_on_over_off_p50_ms"], 0.2)
+    assert math.isclose(found["tracing_off_x_bare"], 2.2)
+    assert math.isclose(found["tracing_off_over_request_p50_ms"], 3.3 - 3.2)
+    line = next(line for line in render(found) if "tracing" in line)
+    assert "+0.20 ms at p50" in line and "2.20x bare" in line
+    (target,) = [t for t in evaluate(r) if "tracing on" in t["target"]]
+    assert target["met"] is True
+    traced = r.row(f"end_to_end/cat/{tracing_cost.ON}/runc")
+    assert traced is not None
+    traced.samples_ms[:] = [4.0, 4.0, 4.0]
+    (target,) = [t for t in evaluate(r) if "tracing on" in t["target"]]
+    assert target["met"] is False and "+0.70 ms" in target["measured"]

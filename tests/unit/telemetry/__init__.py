@@ -1,0 +1,1 @@
+"""Tests of cloudrunner/telemetry: traceparent, endpoint, spans, provider."""

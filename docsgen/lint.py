@@ -24,10 +24,14 @@ Two passes, one report (`FILE:LINE:COL: CODE message`, exit 1 on any finding):
     goal "missed";
   - `DOC006` a sentence cut short in a table: a body cell that ends in a word no sentence
     ends with ("are", "the", "or", ...);
+  - `DOC009` a sentence ending without a full stop in a table cell: a cell that holds
+    more than one sentence ("... skipped. Builtins are not checked") ends with a full stop,
+    like its first (a cell of one phrase, the site's habit, needs none);
   - `DOC008` a page whose first section heading says its title again ("# Workspaces" then
     "## The workspace"): name what the section holds;
   - `DOC007` the site's stylesheet without the rule that keeps code in a table from
-    breaking inside a name (checked once per run, on mkdocs.yml and its `extra_css`).
+    breaking inside a name, at a hyphen too (`white-space: nowrap`; checked once per run, on
+    mkdocs.yml and its `extra_css`).
 """
 
 from __future__ import annotations
@@ -92,8 +96,11 @@ OPEN_ENDINGS = frozenset(
      "are", "is", "was", "were")
 )  # fmt: skip
 TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]+\|[\s:|-]*$")
-#: the stylesheet rule DOC007 looks for: table code that breaks only where it has spaces
-TABLE_CODE_RULE = re.compile(r"table[^{}]*\bcode\s*\{[^}]*word-break:\s*normal[^}]*\}", re.S)
+#: the stylesheet rule DOC007 looks for: table code that never wraps (`word-break: normal`
+#: alone still breaks `payload-not-json` at its hyphens)
+TABLE_CODE_RULE = re.compile(r"table[^{}]*\bcode\s*\{[^}]*white-space:\s*nowrap[^}]*\}", re.S)
+#: a sentence ends inside a cell: a full stop (or ! ?) after a word, then a capital
+SENTENCE_INSIDE = re.compile(r"[a-z0-9)\]][.!?]\s+[A-Z]")
 
 
 @dataclass(frozen=True, order=True)
@@ -251,6 +258,11 @@ def check_cells(name: str, lines: list[str], inside: set[int]) -> Iterator[Findi
                 yield Finding(name, i + 1, column + 1, "DOC006",
                               f"a table cell ends in {words[-1]!r}: the sentence was cut "
                               "short, finish it")  # fmt: skip
+            elif SENTENCE_INSIDE.search(text) and not re.search(r"[.!?:]$", text):
+                yield Finding(name, i + 1, column + 1, "DOC009",
+                              "a table cell of several sentences ends without a full "
+                              "stop: end its last sentence as its first, or make the "
+                              "cell one phrase")  # fmt: skip
 
 
 HEADING = re.compile(r"^(#{1,2}) (.+?)\s*#*\s*$")
@@ -298,8 +310,8 @@ def check_stylesheet(root: Path) -> list[Finding]:
             return []
     return [Finding("mkdocs.yml", 1, 1, "DOC007",
                     "no stylesheet in extra_css keeps code in tables whole: Material breaks "
-                    "names such as setting keys mid-word; add a rule `table code { "
-                    "word-break: normal; overflow-wrap: normal }`")]  # fmt: skip
+                    "names such as setting keys mid-word, and a browser breaks them at "
+                    "hyphens; add a rule `table code { white-space: nowrap }`")]  # fmt: skip
 
 
 def _yaml_loader() -> Any:

@@ -14,7 +14,15 @@ import cloudrunner
 PACKAGE = Path(cloudrunner.__file__).parent
 #: the sub-packages whose public names their `__init__` exports
 PACKAGES = (
-    "client", "images", "replay", "shell", "sources", "telemetry", "validate", "vm", "workspace"
+    "client",
+    "images",
+    "replay",
+    "shell",
+    "sources",
+    "telemetry",
+    "validate",
+    "vm",
+    "workspace",
 )
 #: module names said twice before the event path's modules move (issue 36 removes these);
 #: the check is that no new one appears

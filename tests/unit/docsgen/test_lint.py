@@ -203,8 +203,22 @@ def _site(tmp_path: Path, css: str | None, extra: str = "") -> Path:
 
 @pytest.mark.parametrize(
     "css",
-    [None, "", ".md-typeset code { word-break: break-word; }", "table code { color: red; }"],
-    ids=["no extra_css", "empty sheet", "code breaks anywhere", "rule without word-break"],
+    [
+        None,
+        "",
+        ".md-typeset code { word-break: break-word; }",
+        "table code { color: red; }",
+        "table code { word-break: normal; overflow-wrap: normal; }",
+        "table code { word-break: normal; }\npre code { white-space: nowrap; }",
+    ],
+    ids=[
+        "no extra_css",
+        "empty sheet",
+        "code breaks anywhere",
+        "rule without nowrap",
+        "breaks at hyphens",
+        "nowrap outside tables",
+    ],
 )
 def test_a_site_whose_table_code_breaks_inside_names(tmp_path: Path, css: str | None) -> None:
     found = lint.check_stylesheet(_site(tmp_path, css))
@@ -212,7 +226,7 @@ def test_a_site_whose_table_code_breaks_inside_names(tmp_path: Path, css: str | 
 
 
 def test_the_rule_that_keeps_table_code_whole_passes(tmp_path: Path) -> None:
-    css = ".md-typeset table:not([class]) code {\n  word-break: normal;\n}\n"
+    css = ".md-typeset table:not([class]) code {\n  white-space: nowrap;\n}\n"
     assert lint.check_stylesheet(_site(tmp_path, css)) == []
     # the site's own stylesheet has it
     assert lint.check_stylesheet(lint.ROOT) == []
@@ -251,3 +265,26 @@ def test_wide_terminal_output_in_a_quick_start_is_caught_even_with_a_marker(
     text = f"# Page\n\n<!-- lint: wide terminal output -->\n```text\n{wide}\n```\n"
     found = _findings(tmp_path, text, name="docs/quickstart/q.md")
     assert ("DOC003", 5) in _codes(found)
+
+
+def test_a_table_cell_of_sentences_ending_without_a_full_stop(tmp_path: Path) -> None:
+    text = (
+        "# Page\n\n| code | meaning |\n|---|---|\n"
+        "| `a` | the program is not on `PATH`. Builtins are not checked |\n"
+        "| `b` | it failed (exit 2). The agent reads it as a block |\n"
+        "| `c` | one sentence. Then `code` |\n"
+    )
+    found = _findings(tmp_path, text)
+    assert _codes(found) == [("DOC009", 5), ("DOC009", 6), ("DOC009", 7)]
+    assert "full stop" in found[0].message
+
+
+def test_a_table_cell_of_one_phrase_or_finished_sentences_passes(tmp_path: Path) -> None:
+    text = (
+        "# Page\n\n| code | meaning |\n|---|---|\n"
+        "| `a` | the program is not on the image's `PATH` |\n"
+        "| `b` | not on `PATH`. Builtins are not checked. |\n"
+        "| `c` | version 1.2 or `e.g. X` in code, as in v2.0 |\n"
+        "| `d` | one of: `a. B` |\n"
+    )
+    assert _findings(tmp_path, text) == []

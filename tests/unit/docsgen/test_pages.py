@@ -159,3 +159,22 @@ def test_the_protocol_page_lists_every_diagnostic_code_with_its_meaning() -> Non
     page = (DOCS / "reference" / "protocol.md").read_text()
     for code in DiagnosticCode:
         assert f"| `{code.value}` | {MEANINGS[code]} |" in page, code
+
+
+def test_the_site_has_an_address_for_its_sitemap_and_takes_a_published_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without site_url the sitemap is empty; the project names no public address, so a
+    local build uses mkdocs serve's and a published build sets it in the environment."""
+    from mkdocs.config import load_config
+
+    monkeypatch.delenv("CLOUDRUNNER_DOCS_URL", raising=False)
+    monkeypatch.delenv("CLOUDRUNNER_REPO_URL", raising=False)
+    local = load_config(str(ROOT / "mkdocs.yml"))
+    assert local["site_url"] == "http://127.0.0.1:8000/"
+    assert local["repo_url"] is None
+    monkeypatch.setenv("CLOUDRUNNER_DOCS_URL", "https://docs.example.org/cr/")
+    monkeypatch.setenv("CLOUDRUNNER_REPO_URL", "https://git.example.org/cr")
+    published = load_config(str(ROOT / "mkdocs.yml"))
+    assert published["site_url"] == "https://docs.example.org/cr/"
+    assert published["repo_url"] == "https://git.example.org/cr"

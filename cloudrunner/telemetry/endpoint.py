@@ -18,7 +18,7 @@ EXAMPLE = "http://127.0.0.1:4318"
 
 
 class TelemetryError(CloudrunnerError):
-    pass
+    """The telemetry settings or variables name no usable OTLP endpoint."""
 
 
 def endpoint_problem(url: str) -> str | None:

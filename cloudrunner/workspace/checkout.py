@@ -20,15 +20,15 @@ class WorkspaceError(CloudrunnerError):
 
 
 class RepositoryNotFound(WorkspaceError):
-    pass
+    """The repository does not exist, or is not one."""
 
 
 class RefNotFound(WorkspaceError):
-    pass
+    """The repository has no such branch, tag or commit."""
 
 
 class AuthenticationRequired(WorkspaceError):
-    pass
+    """The repository needs credentials the worker was not given."""
 
 
 @dataclass(frozen=True)

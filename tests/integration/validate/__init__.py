@@ -1,0 +1,1 @@
+"""Tests of cloudrunner's validate package (integration tests)."""

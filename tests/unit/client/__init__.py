@@ -1,0 +1,1 @@
+"""Tests of cloudrunner's client package (unit tests)."""

@@ -13,7 +13,7 @@ from cloudrunner.daemon.deadlines import Deadlines
 
 
 class _Conn:
-    pass
+    """A connection as the deadlines see it: any object, kept by weak reference."""
 
 
 def _until(condition: object, timeout_s: float = 30.0) -> bool:

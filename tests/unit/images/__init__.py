@@ -1,0 +1,1 @@
+"""Tests of cloudrunner's images package (unit tests)."""

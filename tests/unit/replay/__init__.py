@@ -1,0 +1,1 @@
+"""Tests of cloudrunner's replay package (unit tests)."""

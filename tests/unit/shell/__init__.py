@@ -1,0 +1,1 @@
+"""Tests of cloudrunner's shell package (unit tests)."""

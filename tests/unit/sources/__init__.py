@@ -1,0 +1,1 @@
+"""Tests of cloudrunner's sources package (unit tests)."""

@@ -30,7 +30,7 @@ def test_off_every_helper_is_the_shared_no_op() -> None:
 
 def test_off_an_error_goes_through_untouched() -> None:
     class Boom(Exception):
-        pass
+        """An error the span must let through."""
 
     try:
         with telemetry.span("merge"):

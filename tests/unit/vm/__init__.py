@@ -1,0 +1,1 @@
+"""Tests of cloudrunner's vm package (unit tests)."""

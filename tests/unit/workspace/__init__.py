@@ -1,0 +1,1 @@
+"""Tests of cloudrunner's workspace package (unit tests)."""

@@ -52,7 +52,7 @@ COPY images/ /src/images/
 RUN if ls /wheelhouse/*.whl >/dev/null 2>&1; then export PIP_NO_INDEX=1; fi \
  && CLOUDRUNNER_WHEEL_ARCH=pure CLOUDRUNNER_COMMIT="$CLOUDRUNNER_COMMIT" \
     /opt/cloudrunner/bin/pip install --no-cache-dir --find-links /wheelhouse /src \
- && GIT_PYTHON_REFRESH=quiet /opt/cloudrunner/bin/cloudrunner --version
+ && /opt/cloudrunner/bin/cloudrunner --version
 
 # ---------------------------------------------------------------------------- runtime
 FROM ${BASE_IMAGE}

@@ -6,14 +6,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-
-import git
-import git.exc
+from typing import TYPE_CHECKING
 
 from cloudrunner.workspace.checkout import Workspace, WorkspaceError
-from cloudrunner.workspace.git_process import config_env, git_said
+from cloudrunner.workspace.git_process import NO_GIT, config_env, git_said, gitpython
 from cloudrunner.workspace.locations import redact_url
 from cloudrunner.workspace.repo_files import real_path
+
+if TYPE_CHECKING:
+    import git
 
 
 def adopt(path: Path, *, trust_project_hooks: bool = True) -> Workspace:
@@ -33,6 +34,7 @@ def adopt(path: Path, *, trust_project_hooks: bool = True) -> Workspace:
     # repository unless it is named safe, and rev-parse runs nothing from its config.
     env = {"GIT_TERMINAL_PROMPT": "0"}
     env.update(config_env(os.environ, [("safe.directory", "*")]))
+    git = gitpython()
     runner = git.Git(str(root))
     notes: tuple[str, ...] = ()
     try:
@@ -59,7 +61,7 @@ def adopt(path: Path, *, trust_project_hooks: bool = True) -> Workspace:
             "commit or check out a branch first"
         ) from None
     except git.exc.GitCommandNotFound:
-        raise WorkspaceError("git is not installed or not on PATH; install git") from None
+        raise WorkspaceError(NO_GIT) from None
     assert isinstance(shallow, str)
     if commit is None:
         notes = ("the repository has no commit yet (its branch is unborn): commit is null",)
@@ -142,6 +144,7 @@ def check_unchanged(root: Path) -> None:
 def _adopted_commit(runner: git.Git, env: Mapping[str, str]) -> str | None:
     """HEAD's commit, or None when HEAD names a branch that has no commit yet (a repository
     made by `git init` and never committed to). Raises GitCommandError otherwise."""
+    git = gitpython()
     try:
         commit = runner.execute(["git", "rev-parse", "--verify", "HEAD^{commit}"], env=dict(env))
     except git.exc.GitCommandError:
@@ -153,6 +156,7 @@ def _adopted_commit(runner: git.Git, env: Mapping[str, str]) -> str | None:
 
 
 def _unborn(runner: git.Git, env: Mapping[str, str]) -> bool:
+    git = gitpython()
     try:
         branch = runner.execute(["git", "symbolic-ref", "-q", "HEAD"], env=dict(env))
     except git.exc.GitCommandError:

@@ -19,9 +19,8 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-import git
-import git.exc
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from cloudrunner.workspace.checkout import (
     AuthenticationRequired,
@@ -30,6 +29,25 @@ from cloudrunner.workspace.checkout import (
 )
 from cloudrunner.workspace.git_credentials import Credentials
 from cloudrunner.workspace.locations import GitSource
+
+if TYPE_CHECKING:  # imported where git runs (`gitpython`): see its docstring
+    import git
+    import git.exc
+
+NO_GIT = "git is not installed or not on PATH; install git"
+
+
+def gitpython() -> ModuleType:
+    """GitPython, imported when git is about to run, not when the package is: importing it
+    looks for the git program and fails without one, and commands that never run git
+    (`cloudrunner --version`, a worker image's build stage) must work where it is absent."""
+    try:
+        import git
+        import git.exc
+    except ImportError:  # GitPython's check that git runs failed
+        raise WorkspaceError(NO_GIT) from None
+    return git
+
 
 _PASSWORD_ENV = "CLOUDRUNNER_GIT_PASSWORD"
 _USERNAME_ENV = "CLOUDRUNNER_GIT_USERNAME"
@@ -135,7 +153,9 @@ class GitRunner:
         source: GitSource,
         credentials: Credentials | None,
     ) -> None:
-        self.git = git.Git(str(cwd))
+        module = gitpython()
+        self.git = module.Git(str(cwd))
+        self._errors: Any = module.exc
         self.access = access
         self.timeout = timeout
         self.source = source
@@ -150,10 +170,10 @@ class GitRunner:
                 with_extended_output=False,
                 strip_newline_in_stdout=False,
             )
-        except git.exc.GitCommandError as exc:
+        except self._errors.GitCommandError as exc:
             raise self._translate(args, exc) from None
-        except git.exc.GitCommandNotFound:
-            raise WorkspaceError("git is not installed or not on PATH; install git") from None
+        except self._errors.GitCommandNotFound:
+            raise WorkspaceError(NO_GIT) from None
         assert isinstance(out, str)
         return out
 
@@ -166,7 +186,7 @@ class GitRunner:
                 ["git", "rev-parse", "-q", "--verify", f"{rev}^{{commit}}"],
                 env=self.access.env,
             )
-        except git.exc.GitCommandError:
+        except self._errors.GitCommandError:
             return False
         return True
 

@@ -91,3 +91,16 @@ def test_a_repository_git_cannot_read_is_unknown_not_a_crash(tmp_path: Path) -> 
 def test_identity_is_the_version_and_commit() -> None:
     assert version.identity() == {"version": version.VERSION, "commit": version.commit()}
     assert version.describe("x") == f"x {version.VERSION} (commit {version.commit()})"
+
+
+def test_version_works_where_git_is_missing(tmp_path: Path) -> None:
+    """A worker image's build stage has no git; GitPython fails at import without one."""
+    bare = tmp_path / "no-git-here"
+    bare.mkdir()
+    env = {"PATH": str(bare), "HOME": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "cloudrunner", "--version"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"cloudrunner {version.VERSION} ")

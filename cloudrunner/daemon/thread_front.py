@@ -77,6 +77,9 @@ READ_SIZE = 65536
 ACCEPT_BATCH = 64
 #: how long `shut` waits for the threads to end
 SHUT_WAIT_S = 10.0
+#: how long a connection answered with an error it closes on (400, 431) is read from, and
+#: what it sends dropped, before it is closed (see `ThreadServer._linger`)
+LINGER_S = 2.0
 
 _ONESHOT = select.EPOLLIN | select.EPOLLONESHOT
 _NEVER = float("inf")
@@ -107,8 +110,8 @@ class _Conn:
 
     __slots__ = (
         "answered_at", "body_length", "busy", "closed", "deadline", "doomed", "early", "fd",
-        "head_bytes", "judged", "lock", "reader", "reason", "requests", "route", "server",
-        "sock", "waiting_next",
+        "head_bytes", "judged", "lingered", "lingering", "lock", "reader", "reason", "requests",
+        "route", "server", "sock", "waiting_next",
     )  # fmt: skip
 
     def __init__(self, server: ThreadServer, sock: socket.socket) -> None:
@@ -120,6 +123,9 @@ class _Conn:
         self.busy = False
         self.closed = False
         self.doomed: str | None = None
+        self.lingering: str | None = None
+        """answered and shut for writing: what arrives is dropped until the client closes"""
+        self.lingered = 0
         self.deadline = _NEVER
         self.reason = ""
         self.head_bytes = 0
@@ -262,30 +268,50 @@ class ThreadServer:
         with self._accept_lock:
             if not self._accepting:
                 return accepted
-            for _ in range(ACCEPT_BATCH):
-                try:
-                    sock, _ = self.sock.accept()
-                except BlockingIOError:
-                    break
-                except OSError as exc:  # out of file descriptors, or the peer gave up
-                    log.warning("server.accept_failed", error=str(exc))
-                    break
-                sock.setblocking(False)
-                conn = _Conn(self, sock)
-                with self._book_lock:
-                    admitted = self.book.admit(conn)
-                if not admitted:
-                    with conn.lock:
-                        conn.shut("refused: every connection of this listener is busy")
-                    continue
-                self.conns[conn.fd] = conn
-                when = time.monotonic() + self.limits.header_timeout_s
-                conn.deadline, conn.reason = when, "the request headers did not arrive in time"
-                self.epoll.register(conn.fd, _ONESHOT)
-                self.deadlines.arm(conn, when)  # after: the timer never meets it unregistered
-                accepted.append(conn.fd)
-            self.epoll.modify(self._listen_fd, _ONESHOT)
+            try:
+                for _ in range(ACCEPT_BATCH):
+                    try:
+                        sock, _ = self.sock.accept()
+                    except BlockingIOError:
+                        break
+                    except OSError as exc:  # out of file descriptors, or the peer gave up
+                        log.warning("server.accept_failed", error=str(exc))
+                        break
+                    if self._enter(sock):
+                        accepted.append(sock.fileno())
+            finally:  # whatever happened, the listener is waited on again
+                self.epoll.modify(self._listen_fd, _ONESHOT)
         return accepted
+
+    def _enter(self, sock: socket.socket) -> bool:
+        """A new connection into the book, the poll set and the timer: False when it was
+        closed at once."""
+        sock.setblocking(False)
+        conn = _Conn(self, sock)
+        with self._book_lock:
+            admitted = self.book.admit(conn)
+        # Under its lock until it is in both the poll set and the timer: a thread woken
+        # for it (which sets the body's deadline once the head is in) and the timer (which
+        # closes it) both wait for that, so neither meets it half entered, and the header
+        # deadline set here never replaces a later one.
+        with conn.lock:
+            if not admitted:
+                conn.shut("refused: every connection of this listener is busy")
+                return False
+            self.conns[conn.fd] = conn
+            when = time.monotonic() + self.limits.header_timeout_s
+            conn.deadline, conn.reason = when, "the request headers did not arrive in time"
+            self.deadlines.arm(conn, when)
+            try:
+                self.epoll.register(conn.fd, _ONESHOT)
+            except OSError as exc:
+                conn.shut(f"not put in the poll set: {exc}")
+                refused = True
+            else:
+                refused = False
+        if refused:
+            self.forget(conn)
+        return not refused
 
     def stop_accepting(self) -> None:
         with self._accept_lock:
@@ -343,13 +369,19 @@ class ThreadServer:
                 conn.doomed = "reset by the client"
                 return
             if not data:
-                conn.doomed = "closed by the client"
+                conn.doomed = conn.lingering or "closed by the client"
                 return
-            if conn.waiting_next:  # the next request has begun: its headers' deadline
-                conn.waiting_next = False
-                self._arm(conn, conn.answered_at + self.limits.header_timeout_s,
-                          "the next request did not arrive in time")  # fmt: skip
-            self._take(conn, data)
+            if conn.lingering is not None:
+                conn.lingered += len(data)
+                if conn.lingered > DISCARD_CAP:
+                    conn.doomed = conn.lingering
+                    return
+            else:
+                if conn.waiting_next:  # the next request has begun: its headers' deadline
+                    conn.waiting_next = False
+                    self._arm(conn, conn.answered_at + self.limits.header_timeout_s,
+                              "the next request did not arrive in time")  # fmt: skip
+                self._take(conn, data)
             if len(data) < READ_SIZE:
                 return
 
@@ -358,14 +390,12 @@ class ThreadServer:
         try:
             reader.feed(data)
         except BadRequest as exc:
-            self._write(conn, BAD_REQUEST)
-            conn.doomed = f"not an HTTP request: {exc}"
+            self._linger(conn, BAD_REQUEST, f"not an HTTP request: {exc}")
             return
         if reader.head_pending:
             conn.head_bytes += len(data)
             if conn.head_bytes > self.limits.max_header_bytes:
-                self._write(conn, HEADERS_TOO_LARGE)
-                conn.doomed = "headers over server.max_header_bytes"
+                self._linger(conn, HEADERS_TOO_LARGE, "headers over server.max_header_bytes")
                 return
         else:
             conn.head_bytes = 0
@@ -378,7 +408,7 @@ class ThreadServer:
             incoming = ready[0]
             if conn.judged is not incoming:
                 self._judge(conn, incoming)
-                if conn.doomed is not None:
+                if conn.doomed is not None or conn.lingering is not None:
                     return
             if not incoming.complete:
                 if incoming.discarded > DISCARD_CAP:
@@ -423,8 +453,7 @@ class ThreadServer:
         with self._book_lock:
             self.book.started(conn)
         if incoming.head_size > self.limits.max_header_bytes:
-            self._write(conn, HEADERS_TOO_LARGE)
-            conn.doomed = "headers over server.max_header_bytes"
+            self._linger(conn, HEADERS_TOO_LARGE, "headers over server.max_header_bytes")
             return
         refusal = self._refusal(conn, incoming)
         if refusal is not None:
@@ -520,6 +549,23 @@ class ThreadServer:
                 conn.doomed = "the client went away before its answer"
                 return False
         return True
+
+    def _linger(self, conn: _Conn, answer: bytes, reason: str) -> None:
+        """Answer with an error the connection closes on while the client may still be
+        sending (its headers over the cap, bytes that are not HTTP): write the answer, shut
+        the connection for writing (the client reads the answer, then the end), and read
+        and drop what still arrives until the client closes, for at most `LINGER_S` and
+        `DISCARD_CAP` bytes. Closed at once instead, a socket with unread bytes is reset,
+        and a reset can reach the client before it has read the answer."""
+        if not self._write(conn, answer):
+            return
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            conn.doomed = reason
+            return
+        conn.lingering = reason
+        self._arm(conn, time.monotonic() + LINGER_S, reason)
 
     # -- deadlines -----------------------------------------------------------------------
 

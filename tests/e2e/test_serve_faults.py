@@ -123,7 +123,7 @@ def _idle_level(
     """Warm every session once, then the thread count and RSS once idle threads are gone:
     the pools' threads exit when idle, and each warmed session keeps its one reader."""
     before, _ = _proc_status(daemon)
-    _burst(daemon, deployment, 16, sessions)
+    assert _burst(daemon, deployment, 16, sessions) == []
     wait_for(
         lambda: _proc_status(daemon)[0] <= before + sessions,
         "the pools' idle threads exiting after the warm-up burst", timeout_s=120,

@@ -211,7 +211,46 @@ def test_garbage_and_oversized_headers_get_the_fronts_own_answers(
     assert _healthy(path)
 
 
+def test_a_client_still_sending_an_oversized_head_reads_its_431_then_the_end(
+    unix: tuple[Path, Listener],
+) -> None:
+    """The front reads and drops what still arrives after its 431 instead of closing at
+    once: a socket closed with unread bytes is reset, which can beat the answer."""
+    path, _ = unix
+    big = b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * (1 << 20) + b"\r\n\r\n"
+    for _ in range(5):
+        with _connect(path) as sock:
+            sock.sendall(big)  # drained by the front, so never a broken pipe
+            got = b""
+            while chunk := sock.recv(65536):  # never a reset
+                got += chunk
+            assert got == HEADERS_TOO_LARGE
+    assert _healthy(path)
+
+
 # --------------------------------------------------------------------------- slow and partial
+
+
+@pytest.mark.parametrize("unix", [{"header_timeout_s": 600.0, "body_timeout_s": 0.3}],
+                         indirect=True)  # fmt: skip
+def test_a_head_sent_as_it_connects_is_cut_off_by_the_body_deadline(
+    unix: tuple[Path, Listener],
+) -> None:
+    """A thread may read a new connection's head before the thread that accepted it has
+    set its header deadline; that deadline must not replace the body's (the connection
+    was then never closed)."""
+    path, _ = unix
+    head = b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{"
+    socks = []
+    for _ in range(128):
+        sock = socket.socket(socket.AF_UNIX)
+        sock.connect(str(path))
+        sock.sendall(head)
+        socks.append(sock)
+    for sock in socks:
+        assert _closed(sock), "a half-sent body outlived its body deadline"
+        sock.close()
+    assert _healthy(path)
 
 
 @pytest.mark.parametrize("unix", [{"header_timeout_s": 0.5}], indirect=True)

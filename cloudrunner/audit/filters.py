@@ -20,33 +20,9 @@ from typing import Any, Literal
 from cloudrunner.audit.pipeline import format_time
 from cloudrunner.audit.records import AnyRecord, RecordKind, view
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.protocol.event_names import EVENT_NAMES, STOP
 from cloudrunner.protocol.profiles import SOURCE_NAMES
 
-#: the event names `--event` takes: the protocol's events, spelled here because the audit
-#: readers must not import the protocol core (pydantic); a unit test keeps them equal
-EVENT_NAMES = (
-    "preToolUse",
-    "postToolUse",
-    "postToolUseFailure",
-    "subagentStart",
-    "subagentStop",
-    "beforeShellExecution",
-    "afterShellExecution",
-    "beforeReadFile",
-    "afterFileEdit",
-    "beforeSubmitPrompt",
-    "preCompact",
-    "stop",
-    "afterAgentResponse",
-    "afterAgentThought",
-    "sessionStart",
-    "sessionEnd",
-    "beforeMCPExecution",
-    "afterMCPExecution",
-    "beforeTabFileRead",
-    "afterTabFileEdit",
-    "workspaceOpen",
-)
 #: decision labels, in the order `audit stats` prints them
 DECISION_LABELS = ("deny", "ask", "block", "followup", "allow", "none")
 
@@ -207,7 +183,7 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
         "--conversation", action="append", default=[], metavar="ID", help="conversation_id"
     )
     group.add_argument(
-        "--event", action="append", default=[], metavar="NAME", help="an event name, e.g. stop"
+        "--event", action="append", default=[], metavar="NAME", help=f"an event name, e.g. {STOP}"
     )
     group.add_argument("--source", action="append", default=[], choices=list(SOURCE_NAMES))
     group.add_argument(

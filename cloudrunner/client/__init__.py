@@ -2,11 +2,12 @@
 (their flags and handlers are cloudrunner/commands/hook.py and health.py); its answer when
 no daemon answers is the submodule `no_daemon`, imported only then.
 
-This module imports only the standard library: `cloudrunner hook` starts on every agent
-step, so it speaks HTTP/1.1 over a raw socket itself (no http.client, no json beyond the
-answer) and reaches the daemon in a few milliseconds. Here: the endpoint (flags, then the
-environment), one request, and the answers the client gives by policy when no daemon
-answers (fail-open: the neutral answer; fail-closed: a block on events that can block).
+This module imports only the standard library (and the event names, which are literals):
+`cloudrunner hook` starts on every agent step, so it speaks HTTP/1.1 over a raw socket
+itself (no http.client, no json beyond the answer) and reaches the daemon in a few
+milliseconds. Here: the endpoint (flags, then the environment), one request, and the
+answers the client gives by policy when no daemon answers (fail-open: the neutral answer;
+fail-closed: a block on events that can block).
 """
 
 # No `from __future__ import annotations`: importing __future__ costs the fast path ~0.1 ms.
@@ -62,18 +63,6 @@ BLOCKED_HEADER = "x-cloudrunner-blocked"
 #: as no answer (spooled, or run in process). A unit test checks it against the table of
 #: error codes (`cloudrunner.refusals`), which the fast path cannot import (enum).
 DRAINING_CODE = "draining"
-
-#: events that can block: how a block reads (the decision field, where its message goes).
-#: A unit test checks this against the protocol core, which the fast path cannot import.
-BLOCKING_EVENTS: dict[str, tuple[str, str | None]] = {
-    "beforeMCPExecution": ("permission", "agent_message"),
-    "beforeReadFile": ("permission", "user_message"),
-    "beforeShellExecution": ("permission", "agent_message"),
-    "beforeSubmitPrompt": ("continue", "user_message"),
-    "beforeTabFileRead": ("permission", None),
-    "preToolUse": ("permission", "agent_message"),
-    "subagentStart": ("permission", "user_message"),
-}
 
 
 class Unreachable(Exception):
@@ -378,7 +367,21 @@ def traceparent() -> str | None:
 # --------------------------------------------------------------------------- answers
 
 
+def __getattr__(name: str) -> "Any":
+    """`BLOCKING_EVENTS`, the events that can block and how a block reads (the decision
+    field, where its message goes), is defined with the other event names
+    (`cloudrunner.protocol.event_names`) and imported only when asked for: only answers
+    given without a daemon need it, so a daemon's answer does not pay for its import."""
+    if name == "BLOCKING_EVENTS":
+        from cloudrunner.protocol.event_names import BLOCKING_EVENTS
+
+        return BLOCKING_EVENTS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def neutral_answer(event: str) -> "dict[str, Any]":
+    from cloudrunner.protocol.event_names import BLOCKING_EVENTS
+
     decision = BLOCKING_EVENTS.get(event, ("", None))[0]
     if decision == "permission":
         return {"permission": "allow"}
@@ -389,6 +392,8 @@ def neutral_answer(event: str) -> "dict[str, Any]":
 
 def blocked_answer(event: str, message: str) -> "dict[str, Any]":
     """The block a failClosed hook would give (the neutral answer where nothing can block)."""
+    from cloudrunner.protocol.event_names import BLOCKING_EVENTS
+
     if event not in BLOCKING_EVENTS:
         return {}
     decision, field = BLOCKING_EVENTS[event]

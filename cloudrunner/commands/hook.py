@@ -22,7 +22,6 @@ import sys
 
 from cloudrunner.client import (
     BLOCKED_HEADER,
-    BLOCKING_EVENTS,
     DRAINING_CODE,
     Endpoint,
     HttpReply,
@@ -140,8 +139,10 @@ def fast_hook_options(words: "Sequence[str]") -> "HookOptions | None":
 
 
 def add_hook_arguments(parser: "argparse.ArgumentParser") -> None:
+    from cloudrunner.protocol.event_names import BEFORE_SHELL_EXECUTION
+
     parser.add_argument(
-        "event", metavar="EVENT", help="the hook event name (beforeShellExecution, ...)"
+        "event", metavar="EVENT", help=f"the hook event name ({BEFORE_SHELL_EXECUTION}, ...)"
     )
     add_endpoint_arguments(parser)
     parser.add_argument(
@@ -219,9 +220,11 @@ def _env_fail_closed() -> "bool | None":
 def hook_command(args: "HookOptions | argparse.Namespace") -> int:
     event: str = args.event
     if bad_event_name(event):
+        from cloudrunner.protocol.event_names import BEFORE_SHELL_EXECUTION
+
         return usage_error(
             f"EVENT {event!r} is not a hook event name (ASCII letters and digits, "
-            "like beforeShellExecution)"
+            f"like {BEFORE_SHELL_EXECUTION})"
         )
     flag = True if args.fail_closed else False if args.fail_open else None
     fallback = args.fallback or env_var("CLOUDRUNNER_FALLBACK") or "none"
@@ -316,6 +319,7 @@ def _by_policy(policy: _Policy, problem: str, *, spool: bool) -> int:
     import json
 
     from cloudrunner.client import no_daemon
+    from cloudrunner.protocol.event_names import BLOCKING_EVENTS
 
     event = policy.event
     directory = no_daemon.run_dir(policy.endpoint)

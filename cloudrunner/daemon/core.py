@@ -39,6 +39,7 @@ from cloudrunner.egress.proxy import EgressUnavailable
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.event import gate, hook_home
 from cloudrunner.logs import get_logger
+from cloudrunner.protocol.event_names import SESSION_END
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.profiles import SOURCE_NAMES, SourceKind
 from cloudrunner.refusals import ErrorCode
@@ -238,7 +239,7 @@ class Daemon(ClosesOnExit):
         self.metrics.record_event(
             label, result, time.monotonic() - started, reply.outcomes, reply.egress
         )
-        if event == "sessionEnd" and reply.conversation_id:
+        if event == SESSION_END and reply.conversation_id:
             self.pool.close_session(reply.conversation_id)
         return reply
 

@@ -47,6 +47,7 @@ from cloudrunner.event.session import (
 )
 from cloudrunner.event.workspaces import Workspaces
 from cloudrunner.protocol.errors import InvalidPayload
+from cloudrunner.protocol.event_names import SESSION_START
 from cloudrunner.protocol.events import neutral_answer
 from cloudrunner.protocol.merge import merge
 from cloudrunner.protocol.plan import Plan, build_plan
@@ -311,12 +312,12 @@ class EventPipeline:
         holds these hashes on almost every event (a daemon would otherwise lock, read and
         compare the file each time)."""
         hashes = {records.source_key(s): s.sha256 or "" for s in sources.sources}
-        if name != "sessionStart" and state.source_hashes == hashes:
+        if name != SESSION_START and state.source_hashes == hashes:
             return []
         try:
             with self.sessions.update(plan.conversation_id) as fresh:
                 fresh.source_hashes = hashes
-                if name == "sessionStart":
+                if name == SESSION_START:
                     fresh.env.update(env)
         except SessionStateError as exc:
             return [exc.message]

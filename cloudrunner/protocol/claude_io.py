@@ -17,6 +17,19 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cloudrunner.protocol.event_names import (
+    BEFORE_SUBMIT_PROMPT,
+    CLAUDE_POST_TOOL_USE,
+    CLAUDE_POST_TOOL_USE_FAILURE,
+    CLAUDE_PRE_COMPACT,
+    CLAUDE_PRE_TOOL_USE,
+    CLAUDE_SESSION_END,
+    CLAUDE_SESSION_START,
+    CLAUDE_STOP,
+    CLAUDE_SUBAGENT_START,
+    CLAUDE_SUBAGENT_STOP,
+    CLAUDE_USER_PROMPT_SUBMIT,
+)
 from cloudrunner.protocol.events import Decision, EventInput, EventSpec
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.results import (
@@ -59,7 +72,7 @@ def _tool_response(claude_tool: str | None, output: Any) -> Any:
 
 
 #: the Claude events whose input carries `last_assistant_message` (read from the transcript)
-LAST_MESSAGE_EVENTS = frozenset({"Stop"})
+LAST_MESSAGE_EVENTS = frozenset({CLAUDE_STOP})
 
 
 def claude_input(
@@ -78,36 +91,36 @@ def claude_input(
         "cwd": get("cwd") or project_dir,
         "hook_event_name": claude_event,
     }
-    if claude_event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
+    if claude_event in (CLAUDE_PRE_TOOL_USE, CLAUDE_POST_TOOL_USE, CLAUDE_POST_TOOL_USE_FAILURE):
         tool_input = _decoded(get("tool_input"))
         out["tool_name"] = claude_tool_name(get("tool_name"), tool_input)
         out["tool_input"] = tool_input if tool_input is not None else {}
         if get("tool_use_id") is not None:
             out["tool_use_id"] = get("tool_use_id")
-        if claude_event == "PostToolUse":
+        if claude_event == CLAUDE_POST_TOOL_USE:
             out["tool_response"] = _tool_response(out["tool_name"], get("tool_output"))
-        if claude_event == "PostToolUseFailure":
+        if claude_event == CLAUDE_POST_TOOL_USE_FAILURE:
             out["error"] = get("error_message") or ""
             out["is_interrupt"] = bool(get("is_interrupt"))
-    elif claude_event == "UserPromptSubmit":
+    elif claude_event == CLAUDE_USER_PROMPT_SUBMIT:
         out["prompt"] = get("prompt") or ""
-    elif claude_event in ("Stop", "SubagentStop"):
+    elif claude_event in (CLAUDE_STOP, CLAUDE_SUBAGENT_STOP):
         out["stop_hook_active"] = bool(get("loop_count") or 0)
         if claude_event in LAST_MESSAGE_EVENTS and last_assistant_message is not None:
             out["last_assistant_message"] = last_assistant_message
-        if claude_event == "SubagentStop":
+        if claude_event == CLAUDE_SUBAGENT_STOP:
             out["agent_type"] = get("subagent_type") or ""
             out["agent_transcript_path"] = get("agent_transcript_path")
-    elif claude_event == "SubagentStart":
+    elif claude_event == CLAUDE_SUBAGENT_START:
         out["agent_id"] = get("subagent_id") or ""
         out["agent_type"] = get("subagent_type") or ""
-    elif claude_event == "SessionStart":
+    elif claude_event == CLAUDE_SESSION_START:
         out["source"] = "startup"
         if payload.model:
             out["model"] = payload.model
-    elif claude_event == "SessionEnd":
+    elif claude_event == CLAUDE_SESSION_END:
         out["reason"] = get("reason") or "other"
-    elif claude_event == "PreCompact":
+    elif claude_event == CLAUDE_PRE_COMPACT:
         out["trigger"] = get("trigger") or "auto"
         out["custom_instructions"] = ""
     return out
@@ -140,9 +153,9 @@ def prompt_context_dropped(what: str) -> str:
     """Why a UserPromptSubmit hook's context (plain stdout, `additionalContext`) is not in
     the answer, stated as Claude Code would have used it (the hooks spec's decision)."""
     return (
-        f"{what} (Claude Code adds a UserPromptSubmit hook's {what} to the model's context "
-        "with the prompt; Cursor's beforeSubmitPrompt answer carries only continue and "
-        "user_message, no context for the model, so it is dropped)"
+        f"{what} (Claude Code adds a {CLAUDE_USER_PROMPT_SUBMIT} hook's {what} to the model's "
+        f"context with the prompt; Cursor's {BEFORE_SUBMIT_PROMPT} answer carries only "
+        "continue and user_message, no context for the model, so it is dropped)"
     )
 
 
@@ -188,10 +201,10 @@ def _deny(t: Translated, spec: EventSpec, message: str | None, what: str) -> Non
 
 def _block(t: Translated, claude_event: str, spec: EventSpec, message: str, what: str) -> None:
     """Claude's "block" (exit 2 or `decision: block`) on one event."""
-    if claude_event in ("Stop", "SubagentStop"):
+    if claude_event in (CLAUDE_STOP, CLAUDE_SUBAGENT_STOP):
         # Claude Code keeps the agent going with the reason as its next instruction
         _put(t, spec, "followup_message", message or "continue", what)
-    elif claude_event in ("PostToolUse", "PostToolUseFailure"):
+    elif claude_event in (CLAUDE_POST_TOOL_USE, CLAUDE_POST_TOOL_USE_FAILURE):
         # the tool already ran: Claude Code shows the reason to the model
         if message:
             _put(t, spec, "additional_context", message, what)
@@ -245,9 +258,9 @@ def translate_answer(
     if not isinstance(raw, dict):
         # Claude Code adds plain stdout to the model's context on SessionStart and
         # UserPromptSubmit, and shows it in its transcript elsewhere
-        if claude_event == "SessionStart":
+        if claude_event == CLAUDE_SESSION_START:
             _put(t, spec, "additional_context", text.strip(), "plain stdout")
-        elif claude_event == "UserPromptSubmit":
+        elif claude_event == CLAUDE_USER_PROMPT_SUBMIT:
             t.unmapped.append(prompt_context_dropped("plain stdout"))
         else:
             t.unmapped.append("plain stdout (not a JSON object; Claude Code only shows it)")
@@ -275,7 +288,7 @@ def _read_object(t: Translated, claude_event: str, spec: EventSpec, raw: dict[st
         if decision not in ("allow", "deny", "ask"):
             t.invalid = f"`permissionDecision` must be allow, deny or ask, not {decision!r}"
             return
-        if claude_event != "PreToolUse" or spec.decision is not Decision.PERMISSION:
+        if claude_event != CLAUDE_PRE_TOOL_USE or spec.decision is not Decision.PERMISSION:
             t.unmapped.append(f"permissionDecision on {claude_event}")
         elif decision == "deny":
             _deny(t, spec, reason, "permissionDecision deny")
@@ -307,7 +320,7 @@ def _read_object(t: Translated, claude_event: str, spec: EventSpec, raw: dict[st
     context = _text(specific.get("additionalContext"))
     if (
         context
-        and claude_event == "UserPromptSubmit"
+        and claude_event == CLAUDE_USER_PROMPT_SUBMIT
         and "additional_context" not in (spec.output_fields)
     ):
         t.unmapped.append(prompt_context_dropped("additionalContext"))

@@ -19,6 +19,30 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from cloudrunner.protocol.event_names import (
+    BEFORE_SUBMIT_PROMPT,
+    CLAUDE_NOTIFICATION,
+    CLAUDE_PERMISSION_REQUEST,
+    CLAUDE_POST_TOOL_USE,
+    CLAUDE_POST_TOOL_USE_FAILURE,
+    CLAUDE_PRE_COMPACT,
+    CLAUDE_PRE_TOOL_USE,
+    CLAUDE_SESSION_END,
+    CLAUDE_SESSION_START,
+    CLAUDE_STOP,
+    CLAUDE_SUBAGENT_START,
+    CLAUDE_SUBAGENT_STOP,
+    CLAUDE_USER_PROMPT_SUBMIT,
+    POST_TOOL_USE,
+    POST_TOOL_USE_FAILURE,
+    PRE_COMPACT,
+    PRE_TOOL_USE,
+    SESSION_END,
+    SESSION_START,
+    STOP,
+    SUBAGENT_START,
+    SUBAGENT_STOP,
+)
 from cloudrunner.protocol.events import EventInput, EventSpec
 from cloudrunner.protocol.matchers import MatchResult, match
 
@@ -140,24 +164,26 @@ _NO_DIALOG = "cloud agents show no permission dialog, so there is nothing to ans
 CLAUDE_EVENTS: dict[str, ClaudeEvent] = {
     e.name: e
     for e in (
-        ClaudeEvent("PreToolUse", "preToolUse", _tool, "the tool name (Claude's spelling)",
-                    cursor_subject=_field("tool_name")),
-        ClaudeEvent("PostToolUse", "postToolUse", _tool, "the tool name (Claude's spelling)",
-                    cursor_subject=_field("tool_name")),
-        ClaudeEvent("PostToolUseFailure", "postToolUseFailure", _tool,
+        ClaudeEvent(CLAUDE_PRE_TOOL_USE, PRE_TOOL_USE, _tool,
                     "the tool name (Claude's spelling)", cursor_subject=_field("tool_name")),
-        ClaudeEvent("UserPromptSubmit", "beforeSubmitPrompt", None, "nothing: no matcher"),
-        ClaudeEvent("Stop", "stop", None, "nothing: no matcher"),
-        ClaudeEvent("SubagentStart", "subagentStart", _field("subagent_type"), "the agent type"),
-        ClaudeEvent("SubagentStop", "subagentStop", _field("subagent_type"), "the agent type"),
-        ClaudeEvent("SessionStart", "sessionStart", _constant("startup"),
+        ClaudeEvent(CLAUDE_POST_TOOL_USE, POST_TOOL_USE, _tool,
+                    "the tool name (Claude's spelling)", cursor_subject=_field("tool_name")),
+        ClaudeEvent(CLAUDE_POST_TOOL_USE_FAILURE, POST_TOOL_USE_FAILURE, _tool,
+                    "the tool name (Claude's spelling)", cursor_subject=_field("tool_name")),
+        ClaudeEvent(CLAUDE_USER_PROMPT_SUBMIT, BEFORE_SUBMIT_PROMPT, None, "nothing: no matcher"),
+        ClaudeEvent(CLAUDE_STOP, STOP, None, "nothing: no matcher"),
+        ClaudeEvent(CLAUDE_SUBAGENT_START, SUBAGENT_START, _field("subagent_type"),
+                    "the agent type"),
+        ClaudeEvent(CLAUDE_SUBAGENT_STOP, SUBAGENT_STOP, _field("subagent_type"),
+                    "the agent type"),
+        ClaudeEvent(CLAUDE_SESSION_START, SESSION_START, _constant("startup"),
                     "the session source (always `startup`)"),
-        ClaudeEvent("SessionEnd", "sessionEnd", _field("reason"), "the end reason"),
-        ClaudeEvent("PreCompact", "preCompact", _field("trigger"),
+        ClaudeEvent(CLAUDE_SESSION_END, SESSION_END, _field("reason"), "the end reason"),
+        ClaudeEvent(CLAUDE_PRE_COMPACT, PRE_COMPACT, _field("trigger"),
                     "the trigger (`manual` or `auto`)"),
-        ClaudeEvent("Notification", None, None, "-",
+        ClaudeEvent(CLAUDE_NOTIFICATION, None, None, "-",
                     unmapped_reason="Cursor has no notification event"),
-        ClaudeEvent("PermissionRequest", None, None, "-", unmapped_reason=_NO_DIALOG),
+        ClaudeEvent(CLAUDE_PERMISSION_REQUEST, None, None, "-", unmapped_reason=_NO_DIALOG),
     )
 }  # fmt: skip
 

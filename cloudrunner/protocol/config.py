@@ -31,6 +31,7 @@ from cloudrunner.protocol.diagnostics import (
     pointer_join,
     warning,
 )
+from cloudrunner.protocol.event_names import STOP, SUBAGENT_STOP
 from cloudrunner.protocol.events import EVENTS, suggest_event
 from cloudrunner.protocol.jsonpos import PositionIndex
 from cloudrunner.protocol.matchers import CompiledMatcher, compile_matcher
@@ -472,7 +473,7 @@ def _entry(event: str, index: int, item: Any, c: _Collector) -> HookEntry | None
     if "loop_limit" in item and not spec.follows_up:
         c.warn(
             DiagnosticCode.LOOP_LIMIT_IGNORED,
-            f"`loop_limit` only applies to stop and subagentStop; it has no effect on {event}",
+            f"`loop_limit` only applies to {STOP} and {SUBAGENT_STOP}; it has no effect on {event}",
             pointer_join(pointer, "loop_limit"),
             at_key=True,
         )

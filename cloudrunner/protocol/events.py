@@ -4,7 +4,8 @@ One table (`EVENTS`) holds, for each event, its models, whether cloud agents run
 documented reason when not), what decision it can take (and so whether it can block), the
 permission values it accepts, the field its matcher is searched in, and whether it carries a
 follow-up message. Everything else in the core asks this table, so a reader finds spec section
-3 and the matcher table of section 4 in one place.
+3 and the matcher table of section 4 in one place. The events' names are spelled in
+`event_names` (standard library only, so the per-event client can import them too).
 
 Inputs are tolerant: unknown fields are kept and passed to hooks unchanged, and every known
 field is optional (real payloads omit some). Outputs are strict about the fields they know:
@@ -21,7 +22,31 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from cloudrunner.protocol import event_names
 from cloudrunner.protocol.errors import UnknownEvent
+from cloudrunner.protocol.event_names import (
+    AFTER_AGENT_RESPONSE,
+    AFTER_AGENT_THOUGHT,
+    AFTER_FILE_EDIT,
+    AFTER_MCP_EXECUTION,
+    AFTER_SHELL_EXECUTION,
+    AFTER_TAB_FILE_EDIT,
+    BEFORE_MCP_EXECUTION,
+    BEFORE_READ_FILE,
+    BEFORE_SHELL_EXECUTION,
+    BEFORE_SUBMIT_PROMPT,
+    BEFORE_TAB_FILE_READ,
+    POST_TOOL_USE,
+    POST_TOOL_USE_FAILURE,
+    PRE_COMPACT,
+    PRE_TOOL_USE,
+    SESSION_END,
+    SESSION_START,
+    STOP,
+    SUBAGENT_START,
+    SUBAGENT_STOP,
+    WORKSPACE_OPEN,
+)
 
 
 class _Input(BaseModel):
@@ -401,48 +426,48 @@ _PERMISSION = Decision.PERMISSION
 EVENTS: dict[str, EventSpec] = {
     s.name: s
     for s in (
-        _spec("preToolUse", PreToolUseInput, PreToolUseOutput, decision=_PERMISSION,
+        _spec(PRE_TOOL_USE, PreToolUseInput, PreToolUseOutput, decision=_PERMISSION,
               permissions=_PERM3, subject=_field("tool_name"), describes=_TOOL),
-        _spec("postToolUse", PostToolUseInput, PostToolUseOutput,
+        _spec(POST_TOOL_USE, PostToolUseInput, PostToolUseOutput,
               subject=_field("tool_name"), describes=_TOOL),
-        _spec("postToolUseFailure", PostToolUseFailureInput,
+        _spec(POST_TOOL_USE_FAILURE, PostToolUseFailureInput,
               subject=_field("tool_name"), describes=_TOOL),
-        _spec("subagentStart", SubagentStartInput, SubagentStartOutput, decision=_PERMISSION,
+        _spec(SUBAGENT_START, SubagentStartInput, SubagentStartOutput, decision=_PERMISSION,
               permissions=_PERM3, ask_means_deny=True, subject=_field("subagent_type"),
               describes="subagent_type"),
-        _spec("subagentStop", SubagentStopInput, FollowupOutput,
+        _spec(SUBAGENT_STOP, SubagentStopInput, FollowupOutput,
               subject=_field("subagent_type"), describes="subagent_type", follows_up=True),
-        _spec("beforeShellExecution", BeforeShellExecutionInput, PermissionOutput,
+        _spec(BEFORE_SHELL_EXECUTION, BeforeShellExecutionInput, PermissionOutput,
               decision=_PERMISSION, permissions=_PERM3, subject=_field("command"),
               describes="the whole command string"),
-        _spec("afterShellExecution", AfterShellExecutionInput,
+        _spec(AFTER_SHELL_EXECUTION, AfterShellExecutionInput,
               subject=_field("command"), describes="the whole command string"),
-        _spec("beforeReadFile", BeforeReadFileInput, BeforeReadFileOutput,
+        _spec(BEFORE_READ_FILE, BeforeReadFileInput, BeforeReadFileOutput,
               decision=_PERMISSION, permissions=_PERM2, subject=_constant("Read"),
               describes="the constant `Read`"),
-        _spec("afterFileEdit", AfterFileEditInput,
+        _spec(AFTER_FILE_EDIT, AfterFileEditInput,
               subject=_constant("Write"), describes="the constant `Write`"),
-        _spec("beforeSubmitPrompt", BeforeSubmitPromptInput, BeforeSubmitPromptOutput,
+        _spec(BEFORE_SUBMIT_PROMPT, BeforeSubmitPromptInput, BeforeSubmitPromptOutput,
               decision=Decision.CONTINUE, subject=_constant("UserPromptSubmit"),
               describes="the constant `UserPromptSubmit`"),
-        _spec("preCompact", PreCompactInput, PreCompactOutput),
-        _spec("stop", StopInput, FollowupOutput, subject=_constant("Stop"),
+        _spec(PRE_COMPACT, PreCompactInput, PreCompactOutput),
+        _spec(STOP, StopInput, FollowupOutput, subject=_constant("Stop"),
               describes="the constant `Stop`", follows_up=True),
-        _spec("afterAgentResponse", AfterAgentResponseInput,
+        _spec(AFTER_AGENT_RESPONSE, AfterAgentResponseInput,
               subject=_constant("AgentResponse"), describes="the constant `AgentResponse`"),
-        _spec("afterAgentThought", AfterAgentThoughtInput,
+        _spec(AFTER_AGENT_THOUGHT, AfterAgentThoughtInput,
               subject=_constant("AgentThought"), describes="the constant `AgentThought`"),
-        _spec("sessionStart", SessionStartInput, SessionStartOutput, cloud=_READ_ONLY_START),
-        _spec("sessionEnd", SessionEndInput, cloud=_READ_ONLY_START),
-        _spec("beforeMCPExecution", BeforeMCPExecutionInput, PermissionOutput,
+        _spec(SESSION_START, SessionStartInput, SessionStartOutput, cloud=_READ_ONLY_START),
+        _spec(SESSION_END, SessionEndInput, cloud=_READ_ONLY_START),
+        _spec(BEFORE_MCP_EXECUTION, BeforeMCPExecutionInput, PermissionOutput,
               cloud=_MCP_DEFERRED, decision=_PERMISSION, permissions=_PERM3),
-        _spec("afterMCPExecution", AfterMCPExecutionInput, cloud=_MCP_DEFERRED),
-        _spec("beforeTabFileRead", BeforeTabFileReadInput, BeforeTabFileReadOutput,
+        _spec(AFTER_MCP_EXECUTION, AfterMCPExecutionInput, cloud=_MCP_DEFERRED),
+        _spec(BEFORE_TAB_FILE_READ, BeforeTabFileReadInput, BeforeTabFileReadOutput,
               cloud=_TAB, decision=_PERMISSION, permissions=_PERM2,
               subject=_constant("TabRead"), describes="the constant `TabRead`"),
-        _spec("afterTabFileEdit", AfterTabFileEditInput, cloud=_TAB,
+        _spec(AFTER_TAB_FILE_EDIT, AfterTabFileEditInput, cloud=_TAB,
               subject=_constant("TabWrite"), describes="the constant `TabWrite`"),
-        _spec("workspaceOpen", WorkspaceOpenInput, WorkspaceOpenOutput, cloud=_WORKSPACE),
+        _spec(WORKSPACE_OPEN, WorkspaceOpenInput, WorkspaceOpenOutput, cloud=_WORKSPACE),
     )
 }  # fmt: skip
 
@@ -451,23 +476,16 @@ CLOUD_EVENTS: tuple[str, ...] = tuple(n for n, s in EVENTS.items() if s.in_cloud
 #: the decision events that can block, and so short-circuit lower-priority sources
 BLOCKING_EVENTS: tuple[str, ...] = tuple(n for n, s in EVENTS.items() if s.can_block)
 
-#: names other tools use for our events (Claude Code's PascalCase hooks, common misspellings),
-#: so a warning can say what was probably meant
-EVENT_HINTS: dict[str, str] = {
-    "PreToolUse": "preToolUse",
-    "PostToolUse": "postToolUse",
-    "PostToolUseFailure": "postToolUseFailure",
-    "SessionStart": "sessionStart",
-    "SessionEnd": "sessionEnd",
-    "UserPromptSubmit": "beforeSubmitPrompt",
-    "userPromptSubmit": "beforeSubmitPrompt",
-    "Stop": "stop",
-    "SubagentStop": "subagentStop",
-    "SubagentStart": "subagentStart",
-    "PreCompact": "preCompact",
-    "beforeShellCommand": "beforeShellExecution",
-    "beforeToolCall": "preToolUse",
-}
+# the names are spelled once, in event_names (which the client imports without pydantic):
+# the table above must hold exactly those, in their order, and block as their table says
+if tuple(EVENTS) != event_names.EVENT_NAMES:  # pragma: no cover - a change to one only
+    raise AssertionError("protocol/events.py and event_names.EVENT_NAMES list different events")
+if {  # pragma: no cover - a change to one only
+    name: (spec.decision.value, spec.message_field())
+    for name, spec in EVENTS.items()
+    if spec.can_block
+} != event_names.BLOCKING_EVENTS:
+    raise AssertionError("event_names.BLOCKING_EVENTS does not say how the events block")
 
 
 def event_spec(name: str) -> EventSpec:
@@ -479,8 +497,8 @@ def event_spec(name: str) -> EventSpec:
 
 def suggest_event(name: str) -> str | None:
     """The known event an unknown name most likely meant, if any."""
-    if name in EVENT_HINTS:
-        return EVENT_HINTS[name]
+    if name in event_names.EVENT_ALIASES:
+        return event_names.EVENT_ALIASES[name]
     folded = {n.lower(): n for n in EVENTS}
     base = name.split(":", 1)[0]
     return folded.get(name.lower()) or folded.get(base.lower())

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from cloudrunner.protocol.claude_io import classify_claude
+from cloudrunner.protocol.event_names import SUBAGENT_STOP
 from cloudrunner.protocol.events import Decision, EventSpec
 from cloudrunner.protocol.loops import LoopCounterStore
 from cloudrunner.protocol.outcomes import Outcome
@@ -255,7 +256,7 @@ def _merge_followup(
     loops: LoopCounterStore,
 ) -> None:
     status = getattr(plan.payload, "status", None)
-    only_when_completed = plan.event.name == "subagentStop" and status != "completed"
+    only_when_completed = plan.event.name == SUBAGENT_STOP and status != "completed"
     used: HookResult | None = None
     for r in ordered:
         message = r.output.get("followup_message")
@@ -266,7 +267,7 @@ def _merge_followup(
         elif only_when_completed:
             record.add(
                 r, "followup_message", Fate.DROPPED,
-                f"subagentStop status is {status!r}: follow-ups are used only when completed",
+                f"{SUBAGENT_STOP} status is {status!r}: follow-ups are used only when completed",
             )  # fmt: skip
         elif used is not None:
             record.add(r, "followup_message", Fate.OVERRIDDEN, f"{used.hook.hook_id} comes first")

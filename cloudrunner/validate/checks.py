@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cloudrunner import shell as shell_syntax
+from cloudrunner.protocol.event_names import PRE_TOOL_USE
 from cloudrunner.protocol.events import EVENTS, EventSpec
 from cloudrunner.protocol.matchers import CompiledMatcher
 from cloudrunner.workspace import RepoFileRefused, open_inside, resolves_inside
@@ -237,8 +238,8 @@ def matcher_problem(event: str, matcher: CompiledMatcher) -> str | None:
         return (
             f"matcher {shown} never matches on {event}: it is compared with subagent_type "
             f"({', '.join(SUBAGENT_TYPES)}, or a custom subagent's name), and "
-            f"{', '.join(f'`{t}`' for t in tools)} is a tool name (preToolUse), which this "
-            "event never sends; match the subagent type, or use preToolUse with `Task`"
+            f"{', '.join(f'`{t}`' for t in tools)} is a tool name ({PRE_TOOL_USE}), which this "
+            f"event never sends; match the subagent type, or use {PRE_TOOL_USE} with `Task`"
         )
     return None
 

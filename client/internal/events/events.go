@@ -1,18 +1,19 @@
 // Package events is the client's table of the events that can block, as the daemon's
-// protocol core defines them (cloudrunner/protocol/events.py): how a block reads, the
-// neutral answer, and what an event name may be. tests/unit/test_client.py parses this file
-// and checks the table against the Python side's, so the two cannot drift.
+// event names define them (cloudrunner/protocol/event_names.py): how a block reads, the
+// neutral answer, and what an event name may be. tests/unit/client/test_transport.py parses
+// this file and checks the table against the Python side's, so the two cannot drift.
 package events
 
 // DrainingCode is the error code of a daemon that is shutting down: the event was not
-// taken, so it counts as no answer. The same as DRAINING_CODE in cloudrunner/client.py; a
+// taken, so it counts as no answer. The same as DRAINING_CODE in cloudrunner/client; a
 // Python unit test checks both against the table of error codes.
 const DrainingCode = "draining"
 
 // blocking: the events that can block, with how a block reads (the decision field, and
 // where its message goes; "" when the event carries no message). The same table as
-// BLOCKING_EVENTS in cloudrunner/client.py; a Python unit test (tests/unit/test_client.py)
-// checks both against the protocol core. One entry a line, as that test reads it.
+// BLOCKING_EVENTS in cloudrunner/protocol/event_names.py; a Python unit test
+// (tests/unit/client/test_transport.py) checks it against that module and the protocol
+// core. One entry a line, as that test reads it.
 var blocking = map[string][2]string{
 	"beforeMCPExecution":   {"permission", "agent_message"},
 	"beforeReadFile":       {"permission", "user_message"},

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from cloudrunner import client
 from cloudrunner.client import no_daemon as client_fallback
+from cloudrunner.protocol import event_names
 from cloudrunner.protocol.events import EVENTS, Decision, event_spec, neutral_answer
 from cloudrunner.refusals import ErrorCode
 
@@ -51,15 +52,17 @@ def go_blocking_table(source: str) -> dict[str, tuple[str, str | None]]:
 
 def test_the_compiled_clients_blocking_table_matches_the_protocol_core() -> None:
     """The Go client's events table (client/internal/events) is checked against the Python
-    side's event definitions here rather than generated from them: Python's protocol core is
-    the one definition, the Go table stays plain source the Go build needs nothing to make,
-    and this test fails on any drift (a name, a decision field, a message field)."""
+    side's event names (cloudrunner/protocol/event_names.py) and definitions here rather
+    than generated from them: the names module is the one definition, the Go table stays
+    plain source the Go build needs nothing to make, and this test fails on any drift (a
+    name, a decision field, a message field)."""
     expected = {
         name: (spec.decision.value, spec.message_field())
         for name, spec in EVENTS.items()
         if spec.decision is not Decision.NONE
     }
     assert go_blocking_table(GO_EVENTS.read_text()) == expected
+    assert go_blocking_table(GO_EVENTS.read_text()) == event_names.BLOCKING_EVENTS
 
 
 @pytest.mark.parametrize(

@@ -167,4 +167,4 @@ def open_audit(settings: Settings) -> AuditWriter:
 
 def _report_torn(ack: TornAcknowledgement) -> None:
     # the operational log (stderr), never stdout: the agent's answer stays clean
-    get_logger("cloudrunner.worker").warning("audit-torn", problem=ack.message())
+    get_logger("cloudrunner.worker").warning("worker.audit_torn", problem=ack.message())

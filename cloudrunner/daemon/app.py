@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import pydantic
-import structlog
 
 from cloudrunner import telemetry
 from cloudrunner.client import BLOCKED_HEADER, blocks
@@ -28,6 +27,7 @@ from cloudrunner.daemon.core import DEFAULT_SESSION, Daemon, DaemonError
 from cloudrunner.daemon.metrics import CONTENT_TYPE
 from cloudrunner.daemon.openapi import OPERATIONS, Operation, document
 from cloudrunner.daemon.threads import ElasticPool
+from cloudrunner.logs import get_logger
 from cloudrunner.refusals import ErrorCode
 from cloudrunner.version import identity
 from cloudrunner.worker import EventReply
@@ -35,7 +35,7 @@ from cloudrunner.worker import EventReply
 #: the largest body of a session-control request (not an event)
 CONTROL_BODY_CAP = 64 * 1024
 
-log = structlog.get_logger("cloudrunner.server")
+log = get_logger("cloudrunner.server")
 
 T = TypeVar("T")
 _Params = dict[str, str]

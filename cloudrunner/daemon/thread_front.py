@@ -40,8 +40,6 @@ import threading
 import time
 from typing import Any
 
-import structlog
-
 from cloudrunner import logs, telemetry
 from cloudrunner.daemon.app import (
     CONTROL_BODY_CAP,
@@ -84,7 +82,7 @@ LINGER_S = 2.0
 _ONESHOT = select.EPOLLIN | select.EPOLLONESHOT
 _NEVER = float("inf")
 
-log = structlog.get_logger("cloudrunner.server")
+log = logs.get_logger("cloudrunner.server")
 
 
 def answer_event(

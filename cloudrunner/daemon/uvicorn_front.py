@@ -25,7 +25,6 @@ import socket
 from collections import deque
 from typing import Any, ClassVar
 
-import structlog
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
@@ -47,7 +46,7 @@ from cloudrunner.daemon.http_requests import (
 #: internals changed, before any end-to-end test could.
 UVICORN_WRITTEN_FOR = ("0.30", "0.60")
 
-log = structlog.get_logger("cloudrunner.server")
+log = logs.get_logger("cloudrunner.server")
 
 
 async def _headers_too_large(scope: Any, receive: Any, send: Any) -> None:

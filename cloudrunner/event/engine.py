@@ -5,15 +5,15 @@ builder of repositories' environment images."""
 from __future__ import annotations
 
 import docker
-import structlog
 
 from cloudrunner import images as project_environment
 from cloudrunner.audit import AuditWriter, RecordKind
 from cloudrunner.event import records
+from cloudrunner.logs import get_logger
 from cloudrunner.sandbox import reaper
 from cloudrunner.sandbox.engine import EngineLink
 
-_log = structlog.get_logger("cloudrunner.worker")
+_log = get_logger("cloudrunner.worker")
 
 
 class Engine:
@@ -47,7 +47,7 @@ def reap_orphans(client: docker.DockerClient, worker_id: str, audit: AuditWriter
     try:
         orphans = reaper.reap(client, current_worker=worker_id)
     except Exception as exc:  # docker-py lets raw requests errors through
-        _log.warning("reap-failed", problem=f"could not look for orphaned sandboxes: {exc}")
+        _log.warning("worker.reap_failed", problem=f"could not look for orphaned sandboxes: {exc}")
         return 0
     for orphan in orphans:
         records.append(audit, (RecordKind.REAPED, records.reaped(orphan)))

@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
-import structlog
-
 from cloudrunner import telemetry, workspace
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind
 from cloudrunner.audit.records import Entry
@@ -46,6 +44,7 @@ from cloudrunner.event.session import (
     SessionStore,
 )
 from cloudrunner.event.workspaces import Workspaces
+from cloudrunner.logs import get_logger
 from cloudrunner.protocol.errors import InvalidPayload
 from cloudrunner.protocol.event_names import SESSION_START
 from cloudrunner.protocol.events import neutral_answer
@@ -260,7 +259,7 @@ class EventPipeline:
             unrecorded += self._write(name, received["seq"], written)
         for problem in unrecorded:
             # the operational log (stderr), never stdout: the agent still gets the answer
-            _log.warning("event-unrecorded", hook_event=name, problem=problem)
+            _log.warning("worker.event_unrecorded", hook_event=name, problem=problem)
         return EventReply(
             merged.answer,
             gated=False,
@@ -398,7 +397,7 @@ class EventPipeline:
         )
 
 
-_log = structlog.get_logger("cloudrunner.worker")
+_log = get_logger("cloudrunner.worker")
 
 
 def _nothing() -> None:

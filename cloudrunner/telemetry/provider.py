@@ -22,8 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-import structlog
-
+from cloudrunner.logs import get_logger
 from cloudrunner.telemetry import spans
 from cloudrunner.telemetry.endpoint import TelemetrySettings, resolve
 from cloudrunner.version import VERSION
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
 #: finished traces waiting for the builder thread at most
 BUILD_QUEUE = 1024
 
-_log = structlog.get_logger("cloudrunner.telemetry")
+_log = get_logger("cloudrunner.telemetry")
 
 DEFAULT_QUEUE = 2048
 #: the SDK's own lines about a failed export or a full queue: the counter and one line of

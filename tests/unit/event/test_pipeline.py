@@ -164,7 +164,7 @@ def test_records_lost_after_the_hooks_ran_keep_the_answer_and_are_logged(
     with structlog.testing.capture_logs() as logs:
         reply = worker.handle(shell_payload())
     assert reply.answer["permission"] == "deny"
-    (warning,) = [e for e in logs if e["event"] == "event-unrecorded"]
+    (warning,) = [e for e in logs if e["event"] == "worker.event_unrecorded"]
     assert warning["log_level"] == "warning" and warning["hook_event"] == "beforeShellExecution"
     assert "could not be written" in warning["problem"]
     worker.close()

@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cloudrunner.protocol.profiles import SOURCE_NAMES
+from cloudrunner.protocol.profiles import SOURCE_NAMES, SourceKind
 
 Policy = Literal["none", "allowlist", "open"]
 SOURCE_KINDS = SOURCE_NAMES
@@ -169,7 +169,7 @@ class EgressSettings(BaseModel):
             )
         return self
 
-    @field_validator("project", "user")
+    @field_validator(SourceKind.PROJECT, SourceKind.USER)
     @classmethod
     def _never_open(cls, value: EgressRules) -> EgressRules:
         if value.policy == "open":

@@ -18,6 +18,7 @@ from cloudrunner.event.profiles import SandboxProfiles
 from cloudrunner.event.sandboxes import SandboxProvider
 from cloudrunner.event.workspaces import locked
 from cloudrunner.protocol.outcomes import Outcome
+from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.sandbox.base import ExecRequest, SandboxLabels, SandboxSpec
 from cloudrunner.settings import Settings
 
@@ -84,7 +85,7 @@ class EnvironmentImages:
         with locked(marker_dir / ".install.lock"):
             if marker.exists():
                 return
-            profile = self.profiles.for_kind("project").model_copy(
+            profile = self.profiles.for_kind(SourceKind.PROJECT).model_copy(
                 update={"image": built.tag, "isolation": "hook"}
             )
             labels = SandboxLabels(

@@ -63,7 +63,7 @@ class Homes:
                     out[kind] = ready[2]
                     continue
             try:
-                uid, gid = self.profiles.identity(str(kind), ws.root)
+                uid, gid = self.profiles.identity(kind, ws.root)
                 status = hook_home.prepare(
                     path, uid, gid, workspace=ws.root, limit=settings.max_bytes,
                     git_name=settings.git_user_name, git_email=settings.git_user_email,

@@ -22,20 +22,20 @@ class SandboxProfiles:
         self.settings = settings
         #: the effective profile of each source kind (`profile_for` validates a pydantic
         #: model per call)
-        self._profiles: dict[str, SandboxProfile] = {}
+        self._profiles: dict[SourceKind, SandboxProfile] = {}
         #: each source's profile as its sandbox gets it, by (kind, network, image); bounded,
         #: since an allowlisted source has a network per session
-        self._open_profiles: BoundedMemo[tuple[str, str | None, str | None], SandboxProfile] = (
-            BoundedMemo(1024)
-        )
+        self._open_profiles: BoundedMemo[
+            tuple[SourceKind, str | None, str | None], SandboxProfile
+        ] = BoundedMemo(1024)
 
-    def for_kind(self, kind: str) -> SandboxProfile:
+    def for_kind(self, kind: SourceKind) -> SandboxProfile:
         found = self._profiles.get(kind)
         if found is None:
             found = self._profiles[kind] = self.settings.sandbox.profile_for(kind)
         return found
 
-    def identity(self, kind: str, root: Path) -> tuple[int, int]:
+    def identity(self, kind: SourceKind, root: Path) -> tuple[int, int]:
         """The uid and gid `kind`'s hooks run as in `root`."""
         return identity_for(self.for_kind(kind), root)
 
@@ -43,7 +43,7 @@ class SandboxProfiles:
         """Who the gate's probe writes as: the project hooks' identity (None when it cannot
         be told; the probe then says the workspace cannot be read)."""
         try:
-            return self.identity("project", root)
+            return self.identity(SourceKind.PROJECT, root)
         except CloudrunnerError:
             return None
 
@@ -52,10 +52,10 @@ class SandboxProfiles:
         uids = set()
         for kind in SourceKind:
             with contextlib.suppress(CloudrunnerError):
-                uids.add(self.identity(str(kind), root)[0])
+                uids.add(self.identity(kind, root)[0])
         return uids
 
-    def for_open(self, kind: str, network: str | None, image: str | None) -> SandboxProfile:
+    def for_open(self, kind: SourceKind, network: str | None, image: str | None) -> SandboxProfile:
         """The profile a source's sandbox gets: its own, with the egress network, the
         repository's environment image and the session quota applied (made once per
         combination: model copies cost more than the rest of opening a warm sandbox)."""

@@ -27,6 +27,8 @@ from cloudrunner.event.homes import Home
 from cloudrunner.event.intake import EventIds, safe_text
 from cloudrunner.event.runner import RunOutcome
 from cloudrunner.memo import BoundedMemo
+from cloudrunner.protocol.diagnostic_codes import DiagnosticCode
+from cloudrunner.protocol.diagnostics import Severity
 from cloudrunner.protocol.merge import MergedAnswer
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.sandbox.base import ExecResult
@@ -104,7 +106,10 @@ def skipped(sources: SourceSet, seen: Mapping[str, str], ids: RecordIds) -> list
             continue
         for diagnostic in source.diagnostics:
             # a missing file the operator configured (an error) is recorded
-            if diagnostic.code == "source-absent" and diagnostic.severity != "error":
+            if (
+                diagnostic.code == DiagnosticCode.SOURCE_ABSENT
+                and diagnostic.severity != Severity.ERROR
+            ):
                 continue
             fields: SkippedFields = {
                 "conversation_id": ids["conversation_id"],

@@ -75,7 +75,7 @@ class EngineSandboxes:
     def open(self, request: SandboxRequest) -> Sandbox:
         kind, ws = request.kind, request.workspace
         network = self.egress.network_for(str(kind), request.session)
-        profile = self.profiles.for_open(str(kind), network, request.image)
+        profile = self.profiles.for_open(kind, network, request.image)
         uid, gid = identity_for(profile, ws.root)
         access = self.workspaces.access(ws.root)
         if (

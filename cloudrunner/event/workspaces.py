@@ -20,6 +20,7 @@ from cloudrunner.event import gate
 from cloudrunner.event.errors import Refusal
 from cloudrunner.event.profiles import SandboxProfiles
 from cloudrunner.logs import get_logger
+from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.refusals import ErrorCode
 from cloudrunner.settings import Settings
 from cloudrunner.workspace import match as workspace_match
@@ -50,7 +51,8 @@ class Workspaces:
 
     def other_workspace(self, document: Mapping[str, Any]) -> bool:
         """Refuse an event naming another workspace than the configured one (hooks act on
-        the agent's tree only); True when the payload names none (see workspace_match)."""
+        the agent's tree only); True when the payload names none (the rules:
+        cloudrunner/workspace/match.py, `check_roots`)."""
         configured = self.configured_root()
         if configured is None or not configured.is_absolute():
             return False  # a relative --workspace is refused when it is resolved
@@ -218,7 +220,7 @@ class Workspaces:
         hook has run in it yet. Adopted checkouts keep their owner (see `ownership`)."""
         if os.geteuid() != 0:
             return
-        uid, gid = self.profiles.identity("project", root)
+        uid, gid = self.profiles.identity(SourceKind.PROJECT, root)
         for directory, dirs, files in os.walk(root):
             os.lchown(directory, uid, gid)
             for entry in (*dirs, *files):

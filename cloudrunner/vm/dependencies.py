@@ -10,12 +10,12 @@ import docker.errors
 
 from cloudrunner.docker_engine import connect
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.protocol.profiles import SOURCE_NAMES
+from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.settings import Settings
 from cloudrunner.vm.provisioning import COMPILED_CLIENT, VmSetupError, find_client
 
 #: the source kinds whose hooks run on this VM's engine (the user source never does in a VM)
-KINDS = tuple(name for name in SOURCE_NAMES if name != "user")
+KINDS = tuple(kind for kind in SourceKind if kind is not SourceKind.USER)
 
 
 def missing(settings: Settings, client: Path | None = None) -> list[str]:

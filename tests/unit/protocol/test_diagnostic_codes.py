@@ -16,8 +16,8 @@ from cloudrunner.sources import SourceSettings, SourceStatus, forget_loaded_sour
 
 PACKAGE = Path(cloudrunner.__file__).parent
 DEFINING = PACKAGE / "protocol" / "diagnostic_codes.py"
-#: where a code is still spelled out, and why (left for after the traces branch lands)
-KNOWN_SPELLED = {("event/records.py", "source-absent")}
+#: where a code is still spelled out, and why (none left)
+KNOWN_SPELLED: set[tuple[str, str]] = set()
 #: the calls whose first argument is a diagnostic code
 MAKERS = {"error", "warning", "info", "fail", "warn", "RepoFileRefused", "HooksFileRefused"}
 

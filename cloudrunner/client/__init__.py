@@ -2,12 +2,13 @@
 (their flags and handlers are cloudrunner/commands/hook.py and health.py); its answer when
 no daemon answers is the submodule `no_daemon`, imported only then.
 
-This module imports only the standard library (and the event names, which are literals):
-`cloudrunner hook` starts on every agent step, so it speaks HTTP/1.1 over a raw socket
-itself (no http.client, no json beyond the answer) and reaches the daemon in a few
-milliseconds. Here: the endpoint (flags, then the environment), one request, and the
-answers the client gives by policy when no daemon answers (fail-open: the neutral answer;
-fail-closed: a block on events that can block).
+This module imports only the standard library (and, when no daemon answers, the table of
+blocking events in `cloudrunner.protocol.event_names`, which is literals): `cloudrunner
+hook` starts on every agent step, so it speaks HTTP/1.1 over a raw socket itself (no
+http.client, no json beyond the answer) and reaches the daemon in a few milliseconds.
+Here: the endpoint (flags, then the environment), one request, and the answers the client
+gives by policy when no daemon answers (fail-open: the neutral answer; fail-closed: a block
+on events that can block).
 """
 
 # No `from __future__ import annotations`: importing __future__ costs the fast path ~0.1 ms.

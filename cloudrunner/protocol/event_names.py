@@ -1,11 +1,12 @@
 """The hook events' names, each spelled once: Cursor's 21 events, the other spellings people
 write for them, Claude Code's events, and how a block reads on each event that can block.
 
-Standard library only, and nothing but literals: the per-event client
-(`cloudrunner.client`) imports this on every agent step, so it must cost next to nothing
-(no enum, no typing, no pydantic). The protocol core (`protocol/events.py`) builds its table
-from these names and checks the blocking table against its specs when it is imported; the
-Go client's copy (`client/internal/events/events.go`) is checked against this module by
+Nothing but literals, and no import at all: the per-event client (`cloudrunner.client`,
+which starts on every agent step) imports it to answer when no daemon does, so it must cost
+next to nothing (no enum, no typing, no pydantic); a daemon's answer does not import it.
+The protocol core (`protocol/events.py`) builds its table from these names and checks the
+blocking table against its specs when it is imported; the Go client's copy
+(`client/internal/events/events.go`) is checked against this module by
 tests/unit/client/test_transport.py.
 """
 

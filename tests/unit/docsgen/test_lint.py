@@ -76,6 +76,29 @@ def test_a_code_line_wider_than_the_page_in_a_guide(tmp_path: Path) -> None:
     assert _findings(tmp_path, text, name="docs/reference/r.md") == []
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["docs/concepts/audit.md", "docs/concepts/workspaces.md", "docs/concepts/gate.md",
+     "docs/concepts/new-concept.md", "docs/troubleshooting.md", "docs/getting-started.md"],
+)  # fmt: skip
+def test_a_wide_code_line_in_a_concept_page_is_caught(tmp_path: Path, name: str) -> None:
+    """The concepts are read early too: an error message or a status line printed on one
+    long line is wrapped there, as it is in a guide."""
+    wide = "cloudrunner: error: " + "a repository that does not exist " * 3
+    text = f"# Page\n\n```text\n{wide.strip()}\n```\n"
+    assert _codes(_findings(tmp_path, text, name=name)) == [("DOC003", 4)]
+    wrapped = f"# Page\n\n```text\n{wide[:60]}\n    {wide[60:].strip()}\n```\n"
+    assert _findings(tmp_path, wrapped, name=name) == []
+
+
+def test_the_concept_pages_of_the_site_are_held_narrow() -> None:
+    """Every page under docs/concepts/ is one DOC003 checks (a new concept page included)."""
+    concepts = sorted((lint.ROOT / "docs" / "concepts").glob("*.md"))
+    assert len(concepts) >= 7
+    assert all(lint._narrow(page, lint.ROOT) for page in concepts)
+    assert not lint._narrow(lint.ROOT / "docs" / "reference" / "cli.md", lint.ROOT)
+
+
 def test_a_fence_left_open_still_counts_to_the_end(tmp_path: Path) -> None:
     wide = "z" * (lint.CODE_WIDTH + 1)
     found = _findings(tmp_path, f"# Page\n\n```sh\nok\n{wide}\n", name="docs/guides/g.md")

@@ -13,9 +13,10 @@ Two passes, one report (`FILE:LINE:COL: CODE message`, exit 1 on any finding):
   - `DOC002` a backtick inside a diagram (a fence of box-drawing characters or arrows, shown
     as it is: the backticks show literally);
   - `DOC003` a code line wider than `CODE_WIDTH` in a page a newcomer reads first (the
-    guides, getting started, the quick starts, the concepts and troubleshooting): the page
-    cuts it or scrolls it, so a command whose output is shown there is shown in a form that
-    fits (fewer columns, one key a line, long lines wrapped);
+    home page, installation, getting started, the quick starts, the guides, the concepts
+    and troubleshooting): the page cuts it or scrolls it, so a command whose output is
+    shown there is shown in a form that fits (fewer columns, one key a line, long lines
+    wrapped);
   - `DOC004` a reference to what readers do not have: a spec section, an issue number, the
     design notes or the spec by file name, a path on a development machine, a link that
     leaves the repository;
@@ -50,6 +51,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CODE_WIDTH = 90
 #: pages held to CODE_WIDTH, as globs relative to the repository root
 NARROW_PAGES = (
+    "docs/index.md",
+    "docs/installation.md",
     "docs/guides/*.md",
     "docs/getting-started*.md",
     "docs/quickstart/*.md",

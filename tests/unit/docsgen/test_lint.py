@@ -244,14 +244,36 @@ def _site(tmp_path: Path, css: str | None, extra: str = "") -> Path:
     ],
 )
 def test_a_site_whose_table_code_breaks_inside_names(tmp_path: Path, css: str | None) -> None:
-    found = lint.check_stylesheet(_site(tmp_path, css))
+    found = lint.check_stylesheet(_site(tmp_path, None if css is None else css + PROSE_RULE))
+    tables = [f for f in found if "tables" in f.message]
+    assert [f.code for f in tables] == ["DOC007"]
+    assert len(found) == (2 if css is None else 1)  # no stylesheet: the prose rule too
+
+
+TABLE_RULE = ".md-typeset table:not([class]) code {\n  white-space: nowrap;\n}\n"
+PROSE_RULE = ".md-typeset :not(pre) > code {\n  display: inline-block;\n  max-width: 100%;\n}\n"
+
+
+@pytest.mark.parametrize(
+    "css",
+    [
+        "",
+        ".md-typeset code { display: inline; }",
+        "pre > code { display: inline-block; }",
+        ".md-typeset :not(pre) > code { max-width: 100%; }",
+    ],
+    ids=["no prose rule", "inline", "only code blocks", "without inline-block"],
+)
+def test_a_site_whose_code_in_prose_breaks_at_a_hyphen(tmp_path: Path, css: str) -> None:
+    """`--claude-code` at a line's end is cut after its `--` unless each span is a block."""
+    found = lint.check_stylesheet(_site(tmp_path, TABLE_RULE + css))
     assert [f.code for f in found] == ["DOC007"]
+    assert "prose" in found[0].message
 
 
-def test_the_rule_that_keeps_table_code_whole_passes(tmp_path: Path) -> None:
-    css = ".md-typeset table:not([class]) code {\n  white-space: nowrap;\n}\n"
-    assert lint.check_stylesheet(_site(tmp_path, css)) == []
-    # the site's own stylesheet has it
+def test_the_rules_that_keep_code_whole_pass(tmp_path: Path) -> None:
+    assert lint.check_stylesheet(_site(tmp_path, TABLE_RULE + PROSE_RULE)) == []
+    # the site's own stylesheet has them
     assert lint.check_stylesheet(lint.ROOT) == []
 
 

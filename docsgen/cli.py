@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from pathlib import PurePath
 
 from cloudrunner.cli import build_parser
 from docsgen.markdown import GENERATED_NOTE, code, table
@@ -27,12 +28,16 @@ def _has_subcommands(parser: argparse.ArgumentParser) -> bool:
 
 
 def _argument(action: argparse.Action) -> str:
+    """The flag and its value's name, as `--decision DECISION`: a flag with choices is
+    named by its destination, not by argparse's `{deny,ask,...}` (the choices go in the
+    meaning column, where they wrap; a table cell's code never does, so a long list of
+    choices there made the whole table scroll sideways)."""
     if action.option_strings:
         names = ", ".join(action.option_strings)
         takes_value = action.nargs != 0
         if takes_value:
-            choices = "{" + ",".join(map(str, action.choices)) + "}" if action.choices else None
-            metavar = action.metavar or choices or action.dest.upper()
+            flag = action.option_strings[-1].lstrip("-").replace("-", "_").upper()
+            metavar = action.metavar or flag
             names += f" {metavar if isinstance(metavar, str) else ' '.join(metavar)}"
         return code(names)
     metavar = action.metavar or action.dest
@@ -40,18 +45,56 @@ def _argument(action: argparse.Action) -> str:
     return code(text + ("..." if action.nargs in ("*", "+") else ""))
 
 
+#: a default's value shown as it is: other values (a tuple the parser builds, an object)
+#: mean nothing to a reader
+SHOWN_DEFAULTS = (str, int, float, PurePath)
+
+
+def _help(action: argparse.Action) -> str:
+    return (action.help or "").replace("%(default)s", str(action.default))
+
+
+def _value(default: object) -> str:
+    """A default as a reader would type it: 600, not 600.0."""
+    if isinstance(default, float) and default.is_integer():
+        return str(int(default))
+    return str(default)
+
+
 def _default(action: argparse.Action) -> str:
+    """The default column: the value, unless the help says the default in words and the
+    value is not among them. Then the value is the machine's (`--jobs`: this machine's CPU
+    count) or the code's form of it (`--columns`: column indexes), not what a reader gets,
+    and the column sends the reader to the help."""
     if action.nargs == 0 or action.default in (None, argparse.SUPPRESS, False, [], ""):
         return ""
     if action.required:
         return "required"
-    return code(action.default)
+    help_text = _help(action)
+    stated = "default" in help_text
+    if not isinstance(action.default, SHOWN_DEFAULTS) or isinstance(action.default, bool):
+        return "see meaning" if stated else ""
+    value = _value(action.default)
+    if stated and value not in help_text:
+        return "see meaning"
+    return code(value)
 
 
 def _choices(action: argparse.Action) -> str:
     if not action.choices:
         return ""
     return ", ".join(code(c) for c in action.choices)
+
+
+def _meaning(action: argparse.Action) -> str:
+    """The help, then the choices a flag takes, if it has any."""
+    help_text = _help(action)
+    choices = _choices(action)
+    if not choices:
+        return help_text
+    if not help_text:
+        return f"one of {choices}"
+    return f"{help_text} (one of {choices})"
 
 
 def _arguments(parser: argparse.ArgumentParser) -> str:
@@ -61,10 +104,7 @@ def _arguments(parser: argparse.ArgumentParser) -> str:
             continue
         if action.help == argparse.SUPPRESS:
             continue
-        help_text = (action.help or "").replace("%(default)s", str(action.default))
-        if _choices(action):
-            help_text = f"{help_text} (one of {_choices(action)})".strip()
-        rows.append((_argument(action), help_text, _default(action)))
+        rows.append((_argument(action), _meaning(action), _default(action)))
     if not rows:
         return "No arguments.\n"
     return table(("argument", "meaning", "default"), rows)

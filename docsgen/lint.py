@@ -13,9 +13,10 @@ Two passes, one report (`FILE:LINE:COL: CODE message`, exit 1 on any finding):
   - `DOC002` a backtick inside a diagram (a fence of box-drawing characters or arrows, shown
     as it is: the backticks show literally);
   - `DOC003` a code line wider than `CODE_WIDTH` in a page a newcomer reads first (the
-    guides, getting started and the quick starts): the page cuts it or scrolls it, so a
-    command whose output is shown there is shown in a form that fits (fewer columns, one
-    key a line);
+    home page, installation, getting started, the quick starts, the guides, the concepts
+    and troubleshooting): the page cuts it or scrolls it, so a command whose output is
+    shown there is shown in a form that fits (fewer columns, one key a line, long lines
+    wrapped);
   - `DOC004` a reference to what readers do not have: a spec section, an issue number, the
     design notes or the spec by file name, a path on a development machine, a link that
     leaves the repository;
@@ -29,9 +30,10 @@ Two passes, one report (`FILE:LINE:COL: CODE message`, exit 1 on any finding):
     like its first (a cell of one phrase, the site's habit, needs none);
   - `DOC008` a page whose first section heading says its title again ("# Workspaces" then
     "## The workspace"): name what the section holds;
-  - `DOC007` the site's stylesheet without the rule that keeps code in a table from
-    breaking inside a name, at a hyphen too (`white-space: nowrap`; checked once per run, on
-    mkdocs.yml and its `extra_css`).
+  - `DOC007` the site's stylesheet without the rules that keep code from breaking inside a
+    name, at a hyphen too: in a table (`white-space: nowrap`) and in prose (each code span
+    an inline block, so it wraps to the next line whole); checked once per run, on
+    mkdocs.yml and its `extra_css`.
 """
 
 from __future__ import annotations
@@ -50,9 +52,12 @@ ROOT = Path(__file__).resolve().parents[1]
 CODE_WIDTH = 90
 #: pages held to CODE_WIDTH, as globs relative to the repository root
 NARROW_PAGES = (
+    "docs/index.md",
+    "docs/installation.md",
     "docs/guides/*.md",
     "docs/getting-started*.md",
     "docs/quickstart/*.md",
+    "docs/concepts/*.md",
     "docs/troubleshooting.md",
 )
 
@@ -99,6 +104,11 @@ TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]+\|[\s:|-]*$")
 #: the stylesheet rule DOC007 looks for: table code that never wraps (`word-break: normal`
 #: alone still breaks `payload-not-json` at its hyphens)
 TABLE_CODE_RULE = re.compile(r"table[^{}]*\bcode\s*\{[^}]*white-space:\s*nowrap[^}]*\}", re.S)
+#: and the one for code in prose: each span an inline block, so it moves to the next line
+#: whole instead of breaking after the "--" of `--claude-code`
+PROSE_CODE_RULE = re.compile(
+    r":not\(pre\)\s*>\s*code\s*\{[^}]*display:\s*inline-block[^}]*\}", re.S
+)
 #: a sentence ends inside a cell: a full stop (or ! ?) after a word, then a capital
 SENTENCE_INSIDE = re.compile(r"[a-z0-9)\]][.!?]\s+[A-Z]")
 
@@ -304,14 +314,37 @@ def check_stylesheet(root: Path) -> list[Finding]:
         config = {}
     sheets = config.get("extra_css") or []
     docs = root / str(config.get("docs_dir") or "docs")
-    for sheet in sheets:
-        path = docs / str(sheet)
-        if path.is_file() and TABLE_CODE_RULE.search(path.read_text(encoding="utf-8")):
-            return []
-    return [Finding("mkdocs.yml", 1, 1, "DOC007",
-                    "no stylesheet in extra_css keeps code in tables whole: Material breaks "
-                    "names such as setting keys mid-word, and a browser breaks them at "
-                    "hyphens; add a rule `table code { white-space: nowrap }`")]  # fmt: skip
+    text = "\n".join(
+        (docs / str(sheet)).read_text(encoding="utf-8")
+        for sheet in sheets
+        if (docs / str(sheet)).is_file()
+    )
+    found = []
+    if not TABLE_CODE_RULE.search(text):
+        found.append(
+            Finding(
+                "mkdocs.yml",
+                1,
+                1,
+                "DOC007",
+                "no stylesheet in extra_css keeps code in tables whole: Material "
+                "breaks names such as setting keys mid-word, and a browser breaks "
+                "them at hyphens; add a rule `table code { white-space: nowrap }`",
+            )
+        )
+    if not PROSE_CODE_RULE.search(text):
+        found.append(
+            Finding(
+                "mkdocs.yml",
+                1,
+                2,
+                "DOC007",
+                "no stylesheet in extra_css keeps code in prose whole: a browser "
+                "breaks `--claude-code` after its `--` at a line's end; add a rule "
+                "`:not(pre) > code { display: inline-block; max-width: 100% }`",
+            )
+        )
+    return found
 
 
 def _yaml_loader() -> Any:

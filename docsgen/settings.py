@@ -114,8 +114,14 @@ _PLACEHOLDERS: dict[str, Any] = {
 _EXAMPLES: dict[str, Any] = {
     "sources.project_digests": ["sha256:" + "0" * 64],
     "egress.sandbox_subnets": "172.30.0.0/16",
+    "sources.project_digest_paths": ["tools/hooks/**"],
     "domains": ["api.example.com"],
     "addresses": ["192.0.2.10"],
+    "methods": ["POST"],
+    "hook_env.enterprise": ["CI", "DEPLOY_*"],
+    "hook_env.team": ["CI", "DEPLOY_*"],
+    "hook_env.project": ["CI", "DEPLOY_*"],
+    "hook_env.user": ["CI", "DEPLOY_*"],
     # empty by default (off), which says nothing about what to write
     "telemetry.otlp_endpoint": "http://127.0.0.1:4318",
 }

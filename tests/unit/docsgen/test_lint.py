@@ -76,6 +76,29 @@ def test_a_code_line_wider_than_the_page_in_a_guide(tmp_path: Path) -> None:
     assert _findings(tmp_path, text, name="docs/reference/r.md") == []
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["docs/concepts/audit.md", "docs/concepts/workspaces.md", "docs/concepts/gate.md",
+     "docs/concepts/new-concept.md", "docs/troubleshooting.md", "docs/getting-started.md"],
+)  # fmt: skip
+def test_a_wide_code_line_in_a_concept_page_is_caught(tmp_path: Path, name: str) -> None:
+    """The concepts are read early too: an error message or a status line printed on one
+    long line is wrapped there, as it is in a guide."""
+    wide = "cloudrunner: error: " + "a repository that does not exist " * 3
+    text = f"# Page\n\n```text\n{wide.strip()}\n```\n"
+    assert _codes(_findings(tmp_path, text, name=name)) == [("DOC003", 4)]
+    wrapped = f"# Page\n\n```text\n{wide[:60]}\n    {wide[60:].strip()}\n```\n"
+    assert _findings(tmp_path, wrapped, name=name) == []
+
+
+def test_the_concept_pages_of_the_site_are_held_narrow() -> None:
+    """Every page under docs/concepts/ is one DOC003 checks (a new concept page included)."""
+    concepts = sorted((lint.ROOT / "docs" / "concepts").glob("*.md"))
+    assert len(concepts) >= 7
+    assert all(lint._narrow(page, lint.ROOT) for page in concepts)
+    assert not lint._narrow(lint.ROOT / "docs" / "reference" / "cli.md", lint.ROOT)
+
+
 def test_a_fence_left_open_still_counts_to_the_end(tmp_path: Path) -> None:
     wide = "z" * (lint.CODE_WIDTH + 1)
     found = _findings(tmp_path, f"# Page\n\n```sh\nok\n{wide}\n", name="docs/guides/g.md")
@@ -221,14 +244,36 @@ def _site(tmp_path: Path, css: str | None, extra: str = "") -> Path:
     ],
 )
 def test_a_site_whose_table_code_breaks_inside_names(tmp_path: Path, css: str | None) -> None:
-    found = lint.check_stylesheet(_site(tmp_path, css))
+    found = lint.check_stylesheet(_site(tmp_path, None if css is None else css + PROSE_RULE))
+    tables = [f for f in found if "tables" in f.message]
+    assert [f.code for f in tables] == ["DOC007"]
+    assert len(found) == (2 if css is None else 1)  # no stylesheet: the prose rule too
+
+
+TABLE_RULE = ".md-typeset table:not([class]) code {\n  white-space: nowrap;\n}\n"
+PROSE_RULE = ".md-typeset :not(pre) > code {\n  display: inline-block;\n  max-width: 100%;\n}\n"
+
+
+@pytest.mark.parametrize(
+    "css",
+    [
+        "",
+        ".md-typeset code { display: inline; }",
+        "pre > code { display: inline-block; }",
+        ".md-typeset :not(pre) > code { max-width: 100%; }",
+    ],
+    ids=["no prose rule", "inline", "only code blocks", "without inline-block"],
+)
+def test_a_site_whose_code_in_prose_breaks_at_a_hyphen(tmp_path: Path, css: str) -> None:
+    """`--claude-code` at a line's end is cut after its `--` unless each span is a block."""
+    found = lint.check_stylesheet(_site(tmp_path, TABLE_RULE + css))
     assert [f.code for f in found] == ["DOC007"]
+    assert "prose" in found[0].message
 
 
-def test_the_rule_that_keeps_table_code_whole_passes(tmp_path: Path) -> None:
-    css = ".md-typeset table:not([class]) code {\n  white-space: nowrap;\n}\n"
-    assert lint.check_stylesheet(_site(tmp_path, css)) == []
-    # the site's own stylesheet has it
+def test_the_rules_that_keep_code_whole_pass(tmp_path: Path) -> None:
+    assert lint.check_stylesheet(_site(tmp_path, TABLE_RULE + PROSE_RULE)) == []
+    # the site's own stylesheet has them
     assert lint.check_stylesheet(lint.ROOT) == []
 
 

@@ -73,7 +73,7 @@ ABSENT = (
     (re.compile(r"\(\s*issues?\s+#?\d+\s*\)|\bissues?\s+#\d+|\bissue\s+\d+\b", re.I),
      "an issue number"),
     (re.compile(r"\bDESIGN\.md\b"), "the design notes (DESIGN.md)"),
-    (re.compile(r"\bHOOKS\.md\b|(?<![\w/.-])spec/"), "the spec file"),
+    (re.compile(r"\bHOOKS\.md\b|(?<![\w/.-])spec/|\b(?i:hooks\s+spec)\b"), "the spec file"),
     (re.compile(r"(?<![\w.])/work/|\bshared/spec\b"),
      "a path on a development machine"),
 )  # fmt: skip

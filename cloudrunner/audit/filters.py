@@ -178,7 +178,13 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KIND",
         help=", ".join(kind.value for kind in RecordKind),
     )
-    group.add_argument("--session", action="append", default=[], metavar="ID")
+    group.add_argument(
+        "--session",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="the record's session: its conversation_id, or run-PID for `cloudrunner run`",
+    )
     group.add_argument(
         "--conversation", action="append", default=[], metavar="ID", help="conversation_id"
     )

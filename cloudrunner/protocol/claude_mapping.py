@@ -240,8 +240,8 @@ DECISIONS: tuple[tuple[str, str], ...] = (
      "the model (the same for `additionalContext` there). Elsewhere it is recorded as not "
      "mapped."),
     ("A decision that asks",
-     "The hooks spec's decision: where a Claude answer has no exact Cursor equivalent, the "
-     "safer reading wins, and a decision that asks for confirmation is `ask`, never a pass. "
+     "Where a Claude answer has no exact Cursor equivalent, the safer reading wins, and a "
+     "decision that asks for confirmation is `ask`, never a pass. "
      "A top-level `\"decision\": \"ask\"` on `PreToolUse` is `permission: ask` (its "
      "`reason` the `user_message`), also over an `allow` in the same answer; on an event "
      "that can only allow or block (`UserPromptSubmit`, `SubagentStart`) it is a block; on "

@@ -69,7 +69,7 @@ class SandboxLimits(BaseModel):
     #: CPU quota in cores (a CFS quota over a 100 ms period) of each hook's container in
     #: hook isolation, and of each hook a session container runs at once
     cpus: float = Field(1.0, gt=0, le=256)
-    #: CPU quota of a session container (its hooks share it); None: `cpus` times the
+    #: CPU quota of a session container (its hooks share it); unset: `cpus` times the
     #: hooks of one source that run at once (max_parallel_hooks), at most the machine's cores
     session_cpus: float | None = Field(None, gt=0, le=256)
     #: pids limit of the container: what stops a fork bomb

@@ -114,6 +114,7 @@ def test_a_fence_left_open_still_counts_to_the_end(tmp_path: Path) -> None:
         "See issue #12 for the history.",
         "The targets come from DESIGN.md.",
         "The protocol is in HOOKS.md.",
+        "The hooks spec's decision: the safer reading wins.",
         "The checkout in /work/main is read.",
         "Read [the notes](../../../notes/plan.md).",
     ],

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -346,48 +346,68 @@ def run_build(
 ) -> str:
     """`docker build` of `context` tagged `ref`, its steps on stderr; the image id, or an
     ImageBuildError with the last lines of the build's output."""
+    return build_labelled(
+        client, ref, labels, what=ref, error=ImageBuildError, one_line=False,
+        on_step=progress, path=str(context), buildargs=buildargs,
+    )  # fmt: skip
+
+
+def build_labelled(
+    client: docker.DockerClient,
+    tag: str,
+    labels: Mapping[str, str],
+    *,
+    what: str,
+    error: type[CloudrunnerError],
+    one_line: bool,
+    on_step: Callable[[str], None] | None,
+    **context: Any,
+) -> str:
+    """`docker build` of `context` (the build API's arguments naming it: `path`, or
+    `fileobj` with `custom_context`, and `buildargs`, `dockerfile`, `pull`) tagged `tag` and
+    labelled `labels`, each step line passed to `on_step`; the image id. Intermediate
+    containers go even when a step fails.
+
+    A failure raises `error` saying `building {what} ...; nothing was tagged`: in one line
+    naming the step it failed at when `one_line` (an answer to a hook), else with the
+    build's last lines of output (a terminal)."""
     image_id: str | None = None
+    step = "before the first step"
     recent: deque[str] = deque(maxlen=12)
-    for chunk in _stream_build(client, context, ref, buildargs, labels):
-        if "stream" in chunk:
-            line = str(chunk["stream"]).rstrip()
+    try:
+        for chunk in client.api.build(
+            tag=tag, labels=dict(labels), rm=True, forcerm=True, decode=True, **context
+        ):
+            line = str(chunk.get("stream", "")).rstrip()
             if line.startswith("Step "):
-                progress(line)
+                step = line
+                if on_step is not None:
+                    on_step(line)
             elif line:
                 recent.append(line)
-        if "error" in chunk:
-            output = "\n".join(recent)
-            raise ImageBuildError(
-                f"building {ref} failed: {str(chunk['error']).strip()}; nothing was tagged. "
-                f"Last output:\n{output}"
-            )
-        aux = chunk.get("aux")
-        if isinstance(aux, dict) and "ID" in aux:
-            image_id = str(aux["ID"])
-    if image_id is None:
-        raise ImageBuildError(f"building {ref} ended without an image")
-    return image_id
-
-
-def _stream_build(
-    client: docker.DockerClient,
-    context: Path,
-    tag: str,
-    buildargs: dict[str, str],
-    labels: dict[str, str],
-) -> Iterator[dict[str, Any]]:
-    try:
-        yield from client.api.build(
-            path=str(context),
-            tag=tag,
-            buildargs=buildargs,
-            labels=labels,
-            rm=True,
-            forcerm=True,
-            decode=True,
-        )
+            if "error" in chunk:
+                detail = str(chunk["error"])
+                if one_line:
+                    raise error(
+                        f"building {what} failed at {step!r}: {' '.join(detail.split())}; "
+                        "nothing was tagged"
+                    )
+                output = "\n".join(recent)
+                raise error(
+                    f"building {what} failed: {detail.strip()}; nothing was tagged. "
+                    f"Last output:\n{output}"
+                )
+            aux = chunk.get("aux")
+            if isinstance(aux, dict) and "ID" in aux:
+                image_id = str(aux["ID"])
     except docker.errors.APIError as exc:
-        raise ImageBuildError(f"building {tag} failed: {exc}; nothing was tagged") from exc
+        detail = str(exc.explanation or exc) if one_line else str(exc)
+        raise error(f"building {what} failed: {detail}; nothing was tagged") from (
+            None if one_line else exc
+        )
+    if image_id is None:
+        raise error(f"building {what} ended without an image")
+    return image_id
 
 
 def build_all(*, force: bool = False, tag: str | None = None) -> list[BuildStep]:

@@ -22,7 +22,7 @@ import re
 import stat
 import tarfile
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -33,7 +33,7 @@ import docker.utils.build
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.images.build import BUILD_KEY_LABEL
+from cloudrunner.images.build import BUILD_KEY_LABEL, build_labelled
 from cloudrunner.workspace import RepoFileRefused, open_inside, read_inside
 
 ENVIRONMENT_FILE = Path(".cursor") / "environment.json"
@@ -476,54 +476,15 @@ def _run_build(
     labels: dict[str, str],
     progress: Progress | None,
 ) -> str:
-    image_id: str | None = None
-    step = "before the first step"
-    for chunk in _stream(client, inputs, tag, labels):
-        line = str(chunk.get("stream", "")).strip()
-        if line.startswith("Step "):
-            step = line
-            if progress is not None:
-                progress(line)
-        if "error" in chunk:
-            detail = " ".join(str(chunk["error"]).split())
-            raise EnvironmentBuildError(
-                f"building the environment image from {inputs.dockerfile} failed at "
-                f"{step!r}: {detail}; nothing was tagged"
-            )
-        aux = chunk.get("aux")
-        if isinstance(aux, dict) and "ID" in aux:
-            image_id = str(aux["ID"])
-    if image_id is None:
-        raise EnvironmentBuildError(
-            f"building the environment image from {inputs.dockerfile} ended without an image"
-        )
-    return image_id
-
-
-def _stream(
-    client: docker.DockerClient,
-    inputs: BuildInputs,
-    tag: str,
-    labels: dict[str, str],
-) -> Iterator[dict[str, Any]]:
     archive, dockerfile = context_archive(inputs)
     try:
-        yield from client.api.build(
-            fileobj=archive,
-            custom_context=True,
-            dockerfile=dockerfile,
-            tag=tag,
-            labels=labels,
-            rm=True,
-            forcerm=True,  # intermediate containers go even when a step fails
+        return build_labelled(
+            client, tag, labels,
+            what=f"the environment image from {inputs.dockerfile}",
+            error=EnvironmentBuildError, one_line=True, on_step=progress,
+            fileobj=archive, custom_context=True, dockerfile=dockerfile,
             # pull=True means "always look for a newer base"; a missing base is pre-checked.
             pull=False,
-            decode=True,
-        )
-    except docker.errors.APIError as exc:
-        raise EnvironmentBuildError(
-            f"building the environment image from {inputs.dockerfile} failed: "
-            f"{exc.explanation or exc}; nothing was tagged"
-        ) from None
+        )  # fmt: skip
     finally:
         archive.close()

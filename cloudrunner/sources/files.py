@@ -28,8 +28,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
@@ -249,6 +248,18 @@ def _parsed(data: bytes, file: str, claude: bool = False) -> ParseResult:
     return parse_hooks_file(data, file=file)
 
 
+class _FileLoad(NamedTuple):
+    """A hooks file as a source asks for it (the arguments of `load_file`)."""
+
+    kind: SourceKind
+    path: Path
+    root: Path
+    working_dir: Path
+    profile: Profile
+    required: bool
+    origin: ClaudeOrigin | None
+
+
 def load_file(
     kind: SourceKind,
     path: Path,
@@ -259,6 +270,10 @@ def load_file(
     required: bool,
     origin: ClaudeOrigin | None = None,
 ) -> LoadedSource:
+    """The source of the hooks file `path` (inside `root`; its hooks run in `working_dir`),
+    read, parsed and filtered for `profile`, or remembered from an earlier load of the same
+    file with the same `LoadGuard`. `required`: an absent file is an error, not a note;
+    `origin`: the file is one of Claude Code's settings files."""
     file, top = str(path), str(root)
     key = (kind, file, top, str(working_dir), profile, required, origin)
     guard = seen(_guard, file, top)
@@ -266,9 +281,7 @@ def load_file(
         remembered = _loaded.get(key)
         if remembered is not None and remembered[0] == guard:
             return remembered[1]
-    source = _read_file(kind, path, root, working_dir, profile, required=required, origin=origin)
-    if origin is not None:
-        source = replace(source, origin=origin)
+    source = _read_file(_FileLoad(kind, path, root, working_dir, profile, required, origin))
     # Remembered only if the file still has the identity it had before it was read.
     if (
         guard is not None
@@ -280,32 +293,37 @@ def load_file(
     return source
 
 
-def _read_file(
-    kind: SourceKind,
-    path: Path,
-    root: Path,
-    working_dir: Path,
-    profile: Profile,
-    *,
-    required: bool,
-    origin: ClaudeOrigin | None = None,
-) -> LoadedSource:
-    file = str(path)
+def _read_file(load: _FileLoad) -> LoadedSource:
+    """`load_file` without its memo: the file read, parsed and filtered."""
+    kind, path, file = load.kind, load.path, str(load.path)
     # The hooks run in the real directory: the sandbox mounts it at its real path, so a
     # symlinked config directory would not exist there under its link name.
-    working_dir = Path(real_path(working_dir))
+    working_dir = Path(real_path(load.working_dir))
+
+    def source(
+        status: SourceStatus,
+        diagnostics: Iterable[Diagnostic],
+        digest: str | None = None,
+        config: HooksFile | None = None,
+        hooks: Mapping[str, tuple[HookEntry, ...]] | None = None,
+    ) -> LoadedSource:
+        return LoadedSource(
+            kind, path, working_dir, status, digest, config, {} if hooks is None else hooks,
+            tuple(diagnostics), load.origin,
+        )  # fmt: skip
+
     try:
-        data = read_hooks_bytes(path, root)
+        data = read_hooks_bytes(path, load.root)
     except FileNotFoundError:
-        make = error if required else info
-        what = "does not exist; fix the configured path" if required else "is absent"
+        make = error if load.required else info
+        what = "does not exist; fix the configured path" if load.required else "is absent"
         note = make("source-absent", f"{kind} hooks file {path} {what}", file=file)
-        return LoadedSource(kind, path, working_dir, SourceStatus.ABSENT, None, None, {}, (note,))
+        return source(SourceStatus.ABSENT, (note,))
     except HooksFileRefused as exc:
         note = error(exc.code, f"{exc.message}; the {kind} source is not loaded", file=file)
-        return LoadedSource(kind, path, working_dir, SourceStatus.BROKEN, None, None, {}, (note,))
+        return source(SourceStatus.BROKEN, (note,))
     digest = hashlib.sha256(data).hexdigest()
-    parsed = _parsed(data, file, origin is not None)
+    parsed = _parsed(data, file, load.origin is not None)
     diagnostics = list(parsed.diagnostics)
     if parsed.config is None:
         diagnostics.append(
@@ -316,25 +334,6 @@ def _read_file(
                 file=file,
             )
         )
-        return LoadedSource(
-            kind,
-            path,
-            working_dir,
-            SourceStatus.BROKEN,
-            digest,
-            None,
-            {},
-            tuple(diagnostics),
-        )
-    hooks, notes = _filter(kind, file, parsed.config, profile)
-    diagnostics.extend(notes)
-    return LoadedSource(
-        kind,
-        path,
-        working_dir,
-        SourceStatus.LOADED,
-        digest,
-        parsed.config,
-        hooks,
-        tuple(diagnostics),
-    )
+        return source(SourceStatus.BROKEN, diagnostics, digest)
+    hooks, notes = _filter(kind, file, parsed.config, load.profile)
+    return source(SourceStatus.LOADED, [*diagnostics, *notes], digest, parsed.config, hooks)

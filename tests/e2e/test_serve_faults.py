@@ -24,6 +24,7 @@ from cloudrunner.audit.verify import verify_log
 from cloudrunner.client import Endpoint, HttpReply, Unreachable, request
 from tests.e2e.conftest import Deployment, make_deployment
 from tests.support.concurrency import run_in_threads
+from tests.support.daemon_front import connect, read_all, still_open
 from tests.support.daemon_process import DaemonProcess, daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
@@ -145,18 +146,6 @@ def _burst(
     return run_in_threads(count, send)
 
 
-def _still_open(sock: socket.socket) -> bool:
-    sock.setblocking(False)
-    try:
-        return sock.recv(1) != b""
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    finally:
-        sock.setblocking(True)
-
-
 # --------------------------------------------------------------------------- idle crowds
 
 
@@ -180,7 +169,7 @@ def test_ten_thousand_idle_unix_connections_starve_nothing(
             assert proc.returncode == 0, proc.stderr.decode()
             assert json.loads(proc.stdout)["permission"] == "deny"
             # the crowd is held (not dropped to make room), on coroutines, not threads
-            assert sum(_still_open(sock) for sock in crowd[::100]) == 100
+            assert sum(still_open(sock) for sock in crowd[::100]) == 100
             threads, rss = _proc_status(daemon)
             assert threads < idle_threads + 100, f"{threads} threads for 10,000 connections"
         finally:
@@ -248,7 +237,7 @@ def test_two_thousand_unauthenticated_tcp_connections_starve_no_token_holder(
             assert proc.returncode == 0, proc.stderr.decode()
             assert json.loads(proc.stdout)["permission"] == "deny"
             # unauthenticated connections beyond their bound were closed, oldest first
-            still = [_still_open(sock) for sock in strangers]
+            still = [still_open(sock) for sock in strangers]
             assert sum(still) <= 1024
             assert not any(still[:900]), "the oldest strangers went first"
         finally:
@@ -267,13 +256,10 @@ def test_slow_and_oversized_clients_are_cut_off_while_events_are_answered(
     with _running(_serve(deployment, header_timeout_s=3.0, body_timeout_s=3.0)) as daemon:
         slow_headers, slow_bodies = [], []
         for _ in range(50):
-            sock = socket.socket(socket.AF_UNIX)
-            sock.connect(str(daemon.socket_path))
-            slow_headers.append(sock)
+            slow_headers.append(connect(daemon.socket_path, timeout_s=None))
         body = json.dumps(deployment.event("stop", status="completed")).encode()
         for _ in range(20):
-            sock = socket.socket(socket.AF_UNIX)
-            sock.connect(str(daemon.socket_path))
+            sock = connect(daemon.socket_path, timeout_s=None)
             sock.sendall(b"POST /v1/events/stop HTTP/1.1\r\nHost: x\r\nContent-Length: "
                          + str(len(body)).encode() + b"\r\n\r\n" + body[:10])  # fmt: skip
             slow_bodies.append(sock)
@@ -297,11 +283,10 @@ def test_slow_and_oversized_clients_are_cut_off_while_events_are_answered(
         trickler.start()
         assert _burst(daemon, deployment, 16) == []
         # a megabyte of headers
-        with socket.socket(socket.AF_UNIX) as big:
-            big.connect(str(daemon.socket_path))
+        with connect(daemon.socket_path, timeout_s=None) as big:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 big.sendall(b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * (1 << 20) + b"\r\n\r\n")
-            raw = b"".join(iter(lambda: big.recv(65536), b""))
+            raw = read_all(big, reset_ends=False)
         assert raw.startswith(b"HTTP/1.1 431")
         assert json.loads(raw.partition(b"\r\n\r\n")[2])["error"]["code"] == "headers-too-large"
 

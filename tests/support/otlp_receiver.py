@@ -1,25 +1,20 @@
-"""A real OTLP/HTTP trace receiver on loopback for the tracing tests: it takes
-`POST /v1/traces` as a collector does and decodes each body with the `opentelemetry-proto`
-messages (ExportTraceServiceRequest), keeping the raw bytes too so a test can search them.
-
-`mode` says how it answers: "ok" (200, an empty ExportTraceServiceResponse), "error" (500)
-or "hang" (reads the request and answers nothing until `release()` or `stop()`)."""
+"""A real OTLP/HTTP trace receiver on loopback for the tracing tests: the bench's collector
+(`bench.collector.Collector`: it takes `POST /v1/traces` as a collector does, and answers as
+its `mode` says: "ok", "error" or "hang") decoding each body with the `opentelemetry-proto`
+messages (ExportTraceServiceRequest), and keeping the raw bytes too so a test can search
+them."""
 
 from __future__ import annotations
 
-import gzip
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+from bench.collector import Collector, Mode
 
 
 @dataclass(frozen=True)
@@ -39,50 +34,13 @@ def _value(value: AnyValue) -> Any:
     return None if field is None else getattr(value, field)
 
 
-class OtlpReceiver:
-    def __init__(self, mode: str = "ok") -> None:
-        assert mode in ("ok", "error", "hang")
-        self.mode = mode
+class OtlpReceiver(Collector):
+    def __init__(self, mode: Mode = "ok") -> None:
+        super().__init__(mode)
         self.bodies: list[bytes] = []
-        self.requests = 0
         self._spans: list[ReceivedSpan] = []
-        self._changed = threading.Condition()
-        self._release = threading.Event()
-        receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return None
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length)
-                if self.headers.get("Content-Encoding") == "gzip":
-                    body = gzip.decompress(body)
-                receiver._take(self.path, body)
-                if receiver.mode == "hang":
-                    receiver._release.wait(120)
-                    self.close_connection = True
-                    return
-                status = 200 if receiver.mode == "ok" else 500
-                answer = ExportTraceServiceResponse().SerializeToString() if status == 200 else b""
-                self.send_response(status)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def _take(self, path: str, body: bytes) -> None:
+    def _keep(self, path: str, body: bytes) -> None:
         decoded: list[ReceivedSpan] = []
         if path == "/v1/traces":
             request = ExportTraceServiceRequest.FromString(body)
@@ -102,11 +60,8 @@ class OtlpReceiver:
                                 resource,
                             )
                         )
-        with self._changed:
-            self.requests += 1
-            self.bodies.append(body)
-            self._spans.extend(decoded)
-            self._changed.notify_all()
+        self.bodies.append(body)
+        self._spans.extend(decoded)
 
     def spans(self) -> list[ReceivedSpan]:
         with self._changed:
@@ -122,29 +77,11 @@ class OtlpReceiver:
                 raise AssertionError(f"the receiver has {len(self._spans)} span(s): {names}")
             return list(self._spans)
 
-    def wait_requests(self, count: int, timeout_s: float = 60.0) -> None:
-        with self._changed:
-            assert self._changed.wait_for(lambda: self.requests >= count, timeout_s), (
-                f"the receiver had {self.requests} request(s), not {count}"
-            )
-
-    def release(self) -> None:
-        self._release.set()
-
-    def start(self) -> OtlpReceiver:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._release.set()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(10)
-
 
 @contextmanager
-def otlp_receiver(mode: str = "ok") -> Iterator[OtlpReceiver]:
-    receiver = OtlpReceiver(mode).start()
+def otlp_receiver(mode: Mode = "ok") -> Iterator[OtlpReceiver]:
+    receiver = OtlpReceiver(mode)
+    receiver.start()
     try:
         yield receiver
     finally:

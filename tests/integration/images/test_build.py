@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
+from pathlib import Path
+
 import docker
 import docker.errors
 import pytest
@@ -110,7 +113,6 @@ def test_a_failed_debootstrap_tags_nothing(
     docker_client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import threading
-    import uuid
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class NoMirror(BaseHTTPRequestHandler):
@@ -134,5 +136,25 @@ def test_a_failed_debootstrap_tags_nothing(
     finally:
         server.shutdown()
         server.server_close()
+    with pytest.raises(docker.errors.ImageNotFound):
+        docker_client.images.get(ref)
+
+
+def test_a_failed_build_says_its_last_output_and_tags_nothing(
+    docker_client: docker.DockerClient, docker_tracker: DockerTracker, tmp_path: Path
+) -> None:
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {images.BASE_IMAGE}\nRUN echo the-build-broke >&2; exit 3\n"
+    )
+    ref = f"cloudrunner/test-broken:{uuid.uuid4().hex[:12]}"
+    with pytest.raises(images.ImageBuildError) as info:
+        images.run_build(
+            docker_client, tmp_path, ref, buildargs={}, labels=dict(docker_tracker.labels)
+        )
+    message = info.value.message
+    assert message.startswith(f"building {ref} failed: "), message
+    head, _, output = message.partition("; nothing was tagged. Last output:\n")
+    assert "non-zero code: 3" in head, message
+    assert "the-build-broke" in output, message  # stderr, between colour codes
     with pytest.raises(docker.errors.ImageNotFound):
         docker_client.images.get(ref)

@@ -4,7 +4,6 @@ Nothing here runs a hook, so no engine is needed."""
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from cloudrunner.daemon.core import Daemon
 from cloudrunner.daemon.listeners import tcp_socket, unix_socket
 from cloudrunner.settings import load_settings
 from cloudrunner.version import identity
-from tests.support.daemon_front import read_answer, serving
+from tests.support.daemon_front import connect, read_answer, serving
 
 
 @pytest.fixture
@@ -63,8 +62,7 @@ def test_routes_methods_and_sessions(api: Endpoint, tmp_path: Path) -> None:
 
 def test_chunked_bodies_are_refused(api: Endpoint) -> None:
     assert api.socket_path is not None
-    with socket.socket(socket.AF_UNIX) as sock:
-        sock.connect(api.socket_path)
+    with connect(Path(api.socket_path), timeout_s=None) as sock:
         sock.sendall(
             b"POST /v1/events/stop HTTP/1.1\r\nHost: x\r\n"
             b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"

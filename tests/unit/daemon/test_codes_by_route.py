@@ -5,7 +5,6 @@ answers those codes on exactly the routes the table names. No hook runs (no engi
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from cloudrunner.daemon.listeners import tcp_socket, unix_socket
 from cloudrunner.daemon.openapi import OPERATIONS, Operation
 from cloudrunner.refusals import ErrorCode, Route
 from cloudrunner.settings import load_settings
-from tests.support.daemon_front import serving
+from tests.support.daemon_front import connect, read_all, serving
 
 MAX_PAYLOAD = 4096
 _Answers = list[tuple[Operation, tuple[int, str | None]]]
@@ -59,11 +58,9 @@ def _routes_answering(answers: _Answers, code: ErrorCode) -> set[Route]:
 
 def _raw(endpoint: Endpoint, head: bytes) -> bytes:
     assert endpoint.socket_path is not None
-    with socket.socket(socket.AF_UNIX) as sock:
-        sock.settimeout(30)
-        sock.connect(endpoint.socket_path)
+    with connect(Path(endpoint.socket_path)) as sock:
         sock.sendall(head)
-        return b"".join(iter(lambda: sock.recv(65536), b""))
+        return read_all(sock, reset_ends=False)
 
 
 def test_unauthorized_on_every_route(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ TCP, keep-alive limits, internal errors."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import select
 import socket
@@ -20,7 +19,15 @@ from cloudrunner.daemon.core import Daemon
 from cloudrunner.daemon.listeners import Listener, tcp_socket, unix_socket
 from cloudrunner.logs import configure_logging
 from cloudrunner.settings import load_settings
-from tests.support.daemon_front import read_answer, serving
+from tests.support.daemon_front import (
+    closed,
+    connect,
+    exchange,
+    healthy,
+    read_all,
+    read_answer,
+    serving,
+)
 from tests.support.waiting import wait_for
 
 TOKEN = "0123456789abcdef0123"
@@ -41,41 +48,11 @@ def unix(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Path,
         yield path, listener
 
 
-def _connect(path: Path) -> socket.socket:
-    sock = socket.socket(socket.AF_UNIX)
-    sock.settimeout(30)
-    sock.connect(str(path))
-    return sock
-
-
-def _read_all(sock: socket.socket) -> bytes:
-    chunks = []
-    try:
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-    except ConnectionResetError:
-        pass
-    return b"".join(chunks)
-
-
-def _closed(sock: socket.socket, timeout_s: float = 30.0) -> bool:
-    """Whether the server closed `sock` (EOF or reset) within `timeout_s`."""
-    sock.settimeout(timeout_s)
-    try:
-        while sock.recv(65536):
-            pass
-    except TimeoutError:
-        return False
-    except ConnectionResetError:
-        return True
-    return True
-
-
 def _count_closed(socks: list[socket.socket], timeout_s: float) -> int:
     """How many of `socks` the server closed (EOF or reset) within `timeout_s`, all
-    watched at once (as `_closed` each, without waiting out the window once per socket)."""
+    watched at once (as `closed` each, without waiting out the window once per socket)."""
     open_ = {sock.fileno(): sock for sock in socks}
-    closed = 0
+    count = 0
     deadline = time.monotonic() + timeout_s
     while open_ and (left := deadline - time.monotonic()) > 0:
         readable, _, _ = select.select(list(open_.values()), [], [], left)
@@ -86,48 +63,40 @@ def _count_closed(socks: list[socket.socket], timeout_s: float) -> int:
                 data = b""
             if not data:
                 del open_[sock.fileno()]
-                closed += 1
-    return closed
-
-
-def _healthy(path: Path) -> bool:
-    return request(Endpoint(str(path)), "GET", "/healthz", timeout_s=30).status == 200
+                count += 1
+    return count
 
 
 @pytest.mark.parametrize("unix", [{"header_timeout_s": 0.5}], indirect=True)
 def test_silent_and_slow_header_clients_are_disconnected(unix: tuple[Path, Listener]) -> None:
     path, _ = unix
-    silent = _connect(path)
-    slow = _connect(path)
+    silent = connect(path)
+    slow = connect(path)
     for byte in HEALTH[:8]:  # one byte at a time, never finishing the headers
         slow.sendall(bytes([byte]))
-        assert _healthy(path)
+        assert healthy(path)
         time.sleep(0.05)
-    assert _closed(silent) and _closed(slow)
-    assert _healthy(path)
+    assert closed(silent) and closed(slow)
+    assert healthy(path)
 
 
 @pytest.mark.parametrize("unix", [{"body_timeout_s": 0.5}], indirect=True)
 def test_a_body_that_stops_coming_is_cut_off(unix: tuple[Path, Listener]) -> None:
     path, _ = unix
-    sock = _connect(path)
+    sock = connect(path)
     sock.sendall(b'POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"wo')
-    assert _closed(sock)
-    assert _healthy(path)
+    assert closed(sock)
+    assert healthy(path)
 
 
 def test_a_megabyte_of_headers_is_refused_with_431(unix: tuple[Path, Listener]) -> None:
     path, _ = unix
     for size in (1 << 20, 100_000):  # streamed past the cap; complete but over it
-        sock = _connect(path)
         # refused before it was all sent: the answer is still there to read
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            sock.sendall(b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * size + b"\r\n\r\n")
-        raw = _read_all(sock)
-        sock.close()
+        raw = exchange(path, b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * size + b"\r\n\r\n")
         assert raw.startswith(b"HTTP/1.1 431"), raw[:100]
         assert json.loads(raw.partition(b"\r\n\r\n")[2])["error"]["code"] == "headers-too-large"
-    assert _healthy(path)
+    assert healthy(path)
 
 
 @pytest.mark.parametrize("unix", [{"max_connections": 5}], indirect=True)
@@ -135,27 +104,27 @@ def test_at_the_cap_a_new_connection_replaces_the_longest_idle(
     unix: tuple[Path, Listener],
 ) -> None:
     path, listener = unix
-    idle = [_connect(path) for _ in range(5)]
+    idle = [connect(path) for _ in range(5)]
     wait_for(
         lambda: len(listener.book.idle) == 5, "the five connections being admitted", interval_s=0.01
     )
-    assert _healthy(path), "the newcomer took the place of an idle connection"
-    assert _closed(idle[0]), "the oldest idle connection went"
+    assert healthy(path), "the newcomer took the place of an idle connection"
+    assert closed(idle[0]), "the oldest idle connection went"
     # five requests waiting for their bodies are busy: nothing to evict, the newcomer goes
-    busy = [_connect(path) for _ in range(5)]
+    busy = [connect(path) for _ in range(5)]
     for sock in busy:
         sock.sendall(b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\n")
     wait_for(
         lambda: len(listener.book.busy) == 5, "the five requests being under way", interval_s=0.01
     )
-    late = _connect(path)
-    assert _closed(late, 10)
+    late = connect(path)
+    assert closed(late, 10)
     assert listener.book.refused >= 1
     for sock in busy:
         sock.sendall(b'{"ws": 1}')
         assert b'"invalid-request"' in read_answer(sock)
         sock.close()
-    assert _healthy(path)
+    assert healthy(path)
 
 
 def test_tcp_unauthenticated_connections_are_bounded_apart(tmp_path: Path) -> None:
@@ -170,13 +139,13 @@ def test_tcp_unauthenticated_connections_are_bounded_apart(tmp_path: Path) -> No
         good = Endpoint(None, "127.0.0.1", port, TOKEN)
         for _ in range(10):  # more than max_connections: answered ones make room
             assert request(good, "GET", "/healthz", timeout_s=30).status == 200
-        closed = _count_closed(strangers, 0.5)
-        assert closed >= 40, "at most max_unauthenticated strangers are held"
+        gone = _count_closed(strangers, 0.5)
+        assert gone >= 40, "at most max_unauthenticated strangers are held"
         assert len(listener.book.unauthenticated) <= 10
         # a wrong token is answered 401 and the connection closes
         bad = socket.create_connection(("127.0.0.1", port), timeout=30)
         bad.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\n\r\n")
-        assert _read_all(bad).startswith(b"HTTP/1.1 401")
+        assert read_all(bad).startswith(b"HTTP/1.1 401")
         for conn in [*strangers, bad]:
             conn.close()
 
@@ -184,9 +153,7 @@ def test_tcp_unauthenticated_connections_are_bounded_apart(tmp_path: Path) -> No
 @pytest.mark.parametrize("unix", [{"keepalive_max_requests": 3}], indirect=True)
 def test_keep_alive_ends_after_the_request_limit(unix: tuple[Path, Listener]) -> None:
     path, _ = unix
-    sock = _connect(path)
-    sock.sendall(HEALTH * 3)
-    raw = _read_all(sock)
+    raw = exchange(path, HEALTH * 3)
     assert raw.count(b"HTTP/1.1 200") == 3
     assert raw.rpartition(b"HTTP/1.1 200")[2].lower().count(b"connection: close") == 1
 
@@ -195,10 +162,7 @@ def test_a_request_sent_in_full_before_the_client_half_closes_is_answered(
     unix: tuple[Path, Listener],
 ) -> None:
     path, _ = unix
-    sock = _connect(path)
-    sock.sendall(HEALTH)
-    sock.shutdown(socket.SHUT_WR)
-    assert _read_all(sock).startswith(b"HTTP/1.1 200")
+    assert exchange(path, HEALTH, half_close=True).startswith(b"HTTP/1.1 200")
 
 
 def test_an_internal_error_is_logged_whole_and_answered_in_one_line(

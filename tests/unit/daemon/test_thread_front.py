@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,18 @@ from cloudrunner.daemon.http_requests import BAD_REQUEST, HEADERS_TOO_LARGE
 from cloudrunner.daemon.listeners import Listener, unix_socket
 from cloudrunner.daemon.thread_front import SPARE_THREADS, ThreadServer
 from cloudrunner.settings import load_settings
-from tests.support.daemon_front import serving
+from tests.support.daemon_front import (
+    answers,
+    closed,
+    connect,
+    exchange,
+    exchange_answers,
+    healthy,
+    read_all,
+    serving,
+    still_open,
+)
+from tests.support.waiting import wait_for
 
 MAX_PAYLOAD = 4096
 HEALTH = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -46,109 +55,9 @@ def unix(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Path,
         yield Path(listener.sock.getsockname()), listener
 
 
-def _connect(path: Path) -> socket.socket:
-    sock = socket.socket(socket.AF_UNIX)
-    sock.settimeout(30)
-    sock.connect(str(path))
-    return sock
-
-
-def _read_all(sock: socket.socket) -> bytes:
-    chunks = []
-    with contextlib.suppress(ConnectionResetError):
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _exchange(path: Path, raw: bytes, half_close: bool = False) -> bytes:
-    with _connect(path) as sock:
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            sock.sendall(raw)
-            if half_close:
-                sock.shutdown(socket.SHUT_WR)
-        return _read_all(sock)
-
-
-def _exchange_answers(path: Path, raw: bytes, count: int) -> bytes:
-    """What the server sends for `raw` up to its `count`-th answer (or its close); the
-    client keeps its side open, so no front knows it is leaving."""
-    with _connect(path) as sock:
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            sock.sendall(raw)
-        got = b""
-        while not _complete(got, count):
-            try:
-                chunk = sock.recv(65536)
-            except ConnectionResetError:
-                break
-            if not chunk:
-                break
-            got += chunk
-        return got
-
-
-def _complete(raw: bytes, count: int) -> bool:
-    for _ in range(count):
-        head, found, rest = raw.partition(b"\r\n\r\n")
-        if not found:
-            return False
-        if head.startswith(b"HTTP/1.1 100 "):
-            raw = rest
-            head, found, rest = raw.partition(b"\r\n\r\n")
-            if not found:
-                return False
-        length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                       if line.lower().startswith(b"content-length")), 0)  # fmt: skip
-        if len(rest) < length:
-            return False
-        raw = rest[length:]
-    return True
-
-
-def _closed(sock: socket.socket, timeout_s: float = 30.0) -> bool:
-    sock.settimeout(timeout_s)
-    try:
-        while sock.recv(65536):
-            pass
-    except TimeoutError:
-        return False
-    except ConnectionResetError:
-        return True
-    return True
-
-
-def _until(condition: Callable[[], bool], timeout_s: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
-def _healthy(path: Path) -> bool:
-    return request(Endpoint(str(path)), "GET", "/healthz", timeout_s=30).status == 200
-
-
-def _answers(raw: bytes) -> list[tuple[int, bytes]]:
-    """Each answer's status and body in a stream of answers."""
-    found = []
-    while raw:
-        head, _, rest = raw.partition(b"\r\n\r\n")
-        lines = head.split(b"\r\n")
-        status = int(lines[0].split(b" ")[1])
-        length = next(
-            (
-                int(line.split(b":")[1])
-                for line in lines
-                if line.lower().startswith(b"content-length")
-            ),
-            0,
-        )
-        found.append((status, rest[:length]))
-        raw = rest[length:]
-    return found
+def _wait(condition: Callable[[], object], what: str) -> None:
+    """`wait_for` at the pace of a front that admits and forgets connections at once."""
+    wait_for(condition, what, timeout_s=30, interval_s=0.02)
 
 
 def _sessions(path: Path) -> list[str]:
@@ -196,8 +105,8 @@ def test_every_answer_is_the_uvicorn_fronts_byte_for_byte(tmp_path: Path) -> Non
         assert not isinstance(uvicorn.server, ThreadServer)
         for name, raw in SAME_ANSWERS.items():
             count = 3 if name == "pipelined" else 1
-            got = _exchange_answers(Path(threads.sock.getsockname()), raw, count)
-            want = _exchange_answers(Path(uvicorn.sock.getsockname()), raw, count)
+            got = exchange_answers(Path(threads.sock.getsockname()), raw, count)
+            want = exchange_answers(Path(uvicorn.sock.getsockname()), raw, count)
             assert got == want, f"{name}: {got[:300]!r} != {want[:300]!r}"
             assert got.startswith(b"HTTP/1.1 "), name
 
@@ -206,9 +115,9 @@ def test_garbage_and_oversized_headers_get_the_fronts_own_answers(
     unix: tuple[Path, Listener],
 ) -> None:
     path, _ = unix
-    assert _exchange(path, b"\x00\x01\x02 not http at all\r\n\r\n") == BAD_REQUEST
-    assert _exchange(path, b"GET / HTTP/1.1\r\nX: " + b"a" * 100_000) == HEADERS_TOO_LARGE
-    assert _healthy(path)
+    assert exchange(path, b"\x00\x01\x02 not http at all\r\n\r\n") == BAD_REQUEST
+    assert exchange(path, b"GET / HTTP/1.1\r\nX: " + b"a" * 100_000) == HEADERS_TOO_LARGE
+    assert healthy(path)
 
 
 def test_a_client_still_sending_an_oversized_head_reads_its_431_then_the_end(
@@ -219,13 +128,10 @@ def test_a_client_still_sending_an_oversized_head_reads_its_431_then_the_end(
     path, _ = unix
     big = b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * (1 << 20) + b"\r\n\r\n"
     for _ in range(5):
-        with _connect(path) as sock:
+        with connect(path) as sock:
             sock.sendall(big)  # drained by the front, so never a broken pipe
-            got = b""
-            while chunk := sock.recv(65536):  # never a reset
-                got += chunk
-            assert got == HEADERS_TOO_LARGE
-    assert _healthy(path)
+            assert read_all(sock, reset_ends=False) == HEADERS_TOO_LARGE  # never a reset
+    assert healthy(path)
 
 
 # --------------------------------------------------------------------------- slow and partial
@@ -243,14 +149,13 @@ def test_a_head_sent_as_it_connects_is_cut_off_by_the_body_deadline(
     head = b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{"
     socks = []
     for _ in range(128):
-        sock = socket.socket(socket.AF_UNIX)
-        sock.connect(str(path))
+        sock = connect(path, timeout_s=None)
         sock.sendall(head)
         socks.append(sock)
     for sock in socks:
-        assert _closed(sock), "a half-sent body outlived its body deadline"
+        assert closed(sock), "a half-sent body outlived its body deadline"
         sock.close()
-    assert _healthy(path)
+    assert healthy(path)
 
 
 @pytest.mark.parametrize("unix", [{"header_timeout_s": 0.5}], indirect=True)
@@ -258,11 +163,11 @@ def test_a_slowloris_is_cut_off_but_a_request_sent_a_byte_at_a_time_in_time_is_a
     unix: tuple[Path, Listener],
 ) -> None:
     path, _ = unix
-    slow = _connect(path)
+    slow = connect(path)
     for byte in HEALTH[:10]:  # never finishing its headers
         slow.sendall(bytes([byte]))
-    assert _closed(slow)
-    patient = _connect(path)
+    assert closed(slow)
+    patient = connect(path)
     for byte in HEALTH:  # every byte its own segment, all within the deadline
         patient.sendall(bytes([byte]))
     assert patient.recv(65536).startswith(b"HTTP/1.1 200")
@@ -274,10 +179,10 @@ def test_a_pipelined_request_left_half_sent_after_an_answer_is_cut_off(
     unix: tuple[Path, Listener],
 ) -> None:
     path, _ = unix
-    sock = _connect(path)
+    sock = connect(path)
     sock.sendall(HEALTH + b"GET /hea")  # the second request never finishes
-    assert _closed(sock)
-    assert _healthy(path)
+    assert closed(sock)
+    assert healthy(path)
 
 
 def test_a_body_shorter_than_its_length_then_a_close_runs_nothing(
@@ -286,7 +191,7 @@ def test_a_body_shorter_than_its_length_then_a_close_runs_nothing(
     path, _ = unix
     body = json.dumps({"workspace": "/"}).encode()
     raw = b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n" + body
-    assert _exchange(path, raw, half_close=True) == b""
+    assert exchange(path, raw, half_close=True) == b""
     assert _sessions(path) == ["default"]
 
 
@@ -296,7 +201,7 @@ def test_a_body_sent_in_full_before_a_half_close_is_answered(
     path, _ = unix
     body = json.dumps({"workspace": str(tmp_path)}).encode()
     raw = b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
-    answer = _exchange(path, raw + body, half_close=True)
+    answer = exchange(path, raw + body, half_close=True)
     assert answer.startswith(b"HTTP/1.1 201")
     assert len(_sessions(path)) == 2
 
@@ -305,7 +210,7 @@ def test_a_refused_body_is_read_and_dropped_and_the_connection_serves_on(
     unix: tuple[Path, Listener],
 ) -> None:
     path, _ = unix
-    sock = _connect(path)
+    sock = connect(path)
     big = b" " * (MAX_PAYLOAD * 4)
     sock.sendall(b"POST /v1/events/stop HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
                  % len(big))  # fmt: skip
@@ -324,9 +229,9 @@ def test_pipelined_requests_past_the_keep_alive_cap_are_not_answered(
     unix: tuple[Path, Listener],
 ) -> None:
     path, _ = unix
-    answers = _exchange(path, HEALTH * 4)
-    assert [status for status, _ in _answers(answers)] == [200, 200]
-    assert answers.rpartition(b"HTTP/1.1 200")[2].lower().count(b"connection: close") == 1
+    raw = exchange(path, HEALTH * 4)
+    assert [status for status, _ in answers(raw)] == [200, 200]
+    assert raw.rpartition(b"HTTP/1.1 200")[2].lower().count(b"connection: close") == 1
 
 
 def test_pipelined_requests_are_answered_in_order(unix: tuple[Path, Listener]) -> None:
@@ -337,7 +242,7 @@ def test_pipelined_requests_are_answered_in_order(unix: tuple[Path, Listener]) -
         + b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n"
         + b"GET /v1/sessions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     )
-    got = _answers(_exchange(path, raw))
+    got = answers(exchange(path, raw))
     assert [status for status, _ in got] == [200, 400, 404, 200]
     assert json.loads(got[3][1])["sessions"][0]["session"] == "default"
 
@@ -347,19 +252,19 @@ def test_an_idle_crowd_costs_no_threads(unix: tuple[Path, Listener]) -> None:
     path, listener = unix
     server = listener.server
     assert isinstance(server, ThreadServer)
-    crowd = [_connect(path) for _ in range(300)]
+    crowd = [connect(path) for _ in range(300)]
     try:
         for sock in crowd[::2]:
             sock.sendall(b"G")  # a request begun, never finished
-        assert _until(lambda: len(listener.book) == 300)
-        assert _healthy(path)
+        _wait(lambda: len(listener.book) == 300, "the crowd being admitted")
+        assert healthy(path)
         # threads are bounded by the events that may run, not by the connections
         assert server.threads <= 4 + SPARE_THREADS, f"{server.threads} threads for 300"
-        assert sum(_open(sock) for sock in crowd) == 300, "the crowd is held"
+        assert sum(still_open(sock) for sock in crowd) == 300, "the crowd is held"
     finally:
         for sock in crowd:
             sock.close()
-    assert _until(lambda: len(listener.book) == 0), "closed connections are forgotten"
+    _wait(lambda: len(listener.book) == 0, "closed connections being forgotten")
 
 
 @pytest.mark.parametrize("unix", [{"max_connections": 3}], indirect=True)
@@ -367,13 +272,16 @@ def test_at_the_cap_the_longest_idle_goes_and_busy_ones_stay(
     unix: tuple[Path, Listener],
 ) -> None:
     path, listener = unix
-    busy = [_connect(path) for _ in range(2)]
+    busy = [connect(path) for _ in range(2)]
     for sock in busy:
         sock.sendall(b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n")
-    idle = _connect(path)
-    assert _until(lambda: len(listener.book.busy) == 2 and len(listener.book) == 3)
-    assert _healthy(path), "the newcomer took the idle connection's place"
-    assert _closed(idle)
+    idle = connect(path)
+    _wait(
+        lambda: len(listener.book.busy) == 2 and len(listener.book) == 3,
+        "two busy connections and one idle being admitted",
+    )
+    assert healthy(path), "the newcomer took the idle connection's place"
+    assert closed(idle)
     for sock in busy:
         sock.sendall(b"[]")
         assert sock.recv(65536).startswith(b"HTTP/1.1 400"), "busy connections are kept"
@@ -384,27 +292,15 @@ def test_at_the_cap_the_longest_idle_goes_and_busy_ones_stay(
 def test_closing_the_front_closes_idle_connections(tmp_path: Path) -> None:
     with _front(tmp_path) as listener:
         path = Path(listener.sock.getsockname())
-        idle = _connect(path)
-        assert _until(lambda: len(listener.book) == 1)
-    assert _closed(idle)
+        idle = connect(path)
+        _wait(lambda: len(listener.book) == 1, "the idle connection being admitted")
+    assert closed(idle)
     assert not path.exists() or not _connects(path)
-
-
-def _open(sock: socket.socket) -> bool:
-    sock.setblocking(False)
-    try:
-        return sock.recv(1) != b""
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    finally:
-        sock.settimeout(30)
 
 
 def _connects(path: Path) -> bool:
     try:
-        _connect(path).close()
+        connect(path).close()
     except OSError:
         return False
     return True

@@ -13,16 +13,32 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cloudrunner.protocol.profiles import SourceKind
-from cloudrunner.sources import SourceSettings, SourceStatus, files, load_sources, loading
+from cloudrunner.sources import (
+    LoadedSource,
+    SourceSettings,
+    SourceStatus,
+    files,
+    load_sources,
+    loading,
+)
 
 
 def document(command: str) -> bytes:
     return json.dumps({"version": 1, "hooks": {"stop": [{"command": command}]}}).encode()
 
 
+def project(settings: SourceSettings) -> LoadedSource:
+    return load_sources(settings).source(SourceKind.PROJECT)
+
+
 def project_commands(settings: SourceSettings) -> list[str]:
-    project = load_sources(settings).source(SourceKind.PROJECT)
-    return [e.definition.command or "" for e in project.hooks.get("stop", ())]
+    return [e.definition.command or "" for e in project(settings).hooks.get("stop", ())]
+
+
+def refused(source: LoadedSource) -> str:
+    """The code of the refusal that left `source` unloaded (broken)."""
+    assert source.status is SourceStatus.BROKEN
+    return source.diagnostics[0].code
 
 
 @pytest.fixture(autouse=True)
@@ -30,6 +46,12 @@ def fresh_cache() -> Iterator[None]:
     loading.forget_loaded_sources()
     yield
     loading.forget_loaded_sources()
+
+
+@pytest.fixture
+def settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file counts as settled (older than `RACY_NS`), so a load may be remembered."""
+    monkeypatch.setattr(files, "RACY_NS", -(10**18))
 
 
 @pytest.fixture
@@ -55,14 +77,14 @@ class Reads:
         monkeypatch.setattr(files, "read_hooks_bytes", counting)
 
 
+@pytest.mark.usefixtures("settled")
 def test_an_unchanged_settled_file_is_read_once(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(files, "RACY_NS", -(10**18))  # every file counts as settled
     reads = Reads(monkeypatch)
     settings = SourceSettings(workspace=repo)
-    first = load_sources(settings).source(SourceKind.PROJECT)
-    second = load_sources(settings).source(SourceKind.PROJECT)
+    first = project(settings)
+    second = project(settings)
     assert second is first and reads.count == 1
     assert first.status is SourceStatus.LOADED
 
@@ -84,17 +106,17 @@ def test_a_recently_changed_file_is_read_on_every_load(
     assert reads.count == 2
 
 
+@pytest.mark.usefixtures("settled")
 def test_a_changed_file_is_read_again_and_its_hash_checked(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(files, "RACY_NS", -(10**18))
     reads = Reads(monkeypatch)
     settings = SourceSettings(workspace=repo)
     hooks = repo / ".cursor" / "hooks.json"
-    first = load_sources(settings).source(SourceKind.PROJECT)
+    first = project(settings)
     # Touched, same bytes: read again, same hash, same hooks.
     os.utime(hooks, ns=(1, 10**18))
-    touched = load_sources(settings).source(SourceKind.PROJECT)
+    touched = project(settings)
     assert reads.count == 2 and touched.sha256 == first.sha256 and touched.hooks == first.hooks
     # Replaced by rename (how editors and git write): the new content.
     new = hooks.with_name("new.json")
@@ -103,13 +125,13 @@ def test_a_changed_file_is_read_again_and_its_hash_checked(
     assert project_commands(settings) == ["second, longer"]
     # Deleted: absent at once.
     hooks.unlink()
-    assert load_sources(settings).source(SourceKind.PROJECT).status is SourceStatus.ABSENT
+    assert project(settings).status is SourceStatus.ABSENT
 
 
+@pytest.mark.usefixtures("settled")
 def test_a_remembered_file_swapped_for_an_escaping_symlink_is_refused(
-    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    repo: Path, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(files, "RACY_NS", -(10**18))
     settings = SourceSettings(workspace=repo)
     assert project_commands(settings) == ["first"]
     outside = tmp_path / "outside.json"
@@ -117,15 +139,13 @@ def test_a_remembered_file_swapped_for_an_escaping_symlink_is_refused(
     hooks = repo / ".cursor" / "hooks.json"
     hooks.unlink()
     hooks.symlink_to(outside)
-    project = load_sources(settings).source(SourceKind.PROJECT)
-    assert project.status is SourceStatus.BROKEN
-    assert project.diagnostics[0].code == "symlink-escape"
+    assert refused(project(settings)) == "symlink-escape"
 
 
+@pytest.mark.usefixtures("settled")
 def test_a_remembered_directory_swapped_for_an_escaping_symlink_is_refused(
-    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    repo: Path, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(files, "RACY_NS", -(10**18))
     settings = SourceSettings(workspace=repo)
     assert project_commands(settings) == ["first"]
     # The very same file (a hard link) reached through a .cursor that now points outside.
@@ -134,15 +154,11 @@ def test_a_remembered_directory_swapped_for_an_escaping_symlink_is_refused(
     os.link(repo / ".cursor" / "hooks.json", elsewhere / "hooks.json")
     (repo / ".cursor").rename(tmp_path / "old-cursor")
     (repo / ".cursor").symlink_to(elsewhere)
-    project = load_sources(settings).source(SourceKind.PROJECT)
-    assert project.status is SourceStatus.BROKEN
-    assert project.diagnostics[0].code == "symlink-escape"
+    assert refused(project(settings)) == "symlink-escape"
 
 
-def test_each_source_and_profile_is_remembered_apart(
-    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(files, "RACY_NS", -(10**18))
+@pytest.mark.usefixtures("settled")
+def test_each_source_and_profile_is_remembered_apart(repo: Path, tmp_path: Path) -> None:
     team = tmp_path / "team.json"
     team.write_bytes(document("team"))
     trusting = SourceSettings(workspace=repo, team_path=team)
@@ -204,14 +220,10 @@ def test_any_recent_time_in_the_guard_keeps_a_load_unsettled(fresh: str) -> None
     assert settled.settled(now)
 
 
-def _settled(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(files, "RACY_NS", -(10**18))  # every file counts as settled
-
-
+@pytest.mark.usefixtures("settled")
 def test_an_unchanged_set_is_answered_without_its_loaders(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _settled(monkeypatch)
     settings = SourceSettings(workspace=repo)
     first = load_sources(settings)
     calls: list[SourceSettings] = []
@@ -224,30 +236,26 @@ def test_an_unchanged_set_is_answered_without_its_loaders(
     assert len(calls) == 1
 
 
-def test_a_set_with_an_unsettled_file_is_loaded_again_each_time(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_set_with_an_unsettled_file_is_loaded_again_each_time(repo: Path) -> None:
     settings = SourceSettings(workspace=repo)  # the hooks file was just written
     assert load_sources(settings) is not load_sources(settings)
 
 
-def test_a_pinned_project_set_is_never_remembered(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("settled")
+def test_a_pinned_project_set_is_never_remembered(repo: Path) -> None:
     """The digest of a pinned project covers its scripts, which no glance watches."""
-    _settled(monkeypatch)
     settings = SourceSettings(workspace=repo, project_digests=frozenset({"sha256:0"}))
     assert load_sources(settings) is not load_sources(settings)
     assert len(loading._sets) == 0
 
 
+@pytest.mark.usefixtures("settled")
 def test_operator_hooks_moved_into_the_workspace_by_a_link_above_them_are_refused(
-    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    repo: Path, tmp_path: Path
 ) -> None:
     """The operator's directory is reached through a symlink that is later pointed into
     the workspace, at a directory holding the very same file (a hard link): the file, its
     directory and its root keep their identities, and the real path tells."""
-    _settled(monkeypatch)
     managed = tmp_path / "managed" / "cursor"
     managed.mkdir(parents=True)
     (managed / "hooks.json").write_bytes(document("operator"))
@@ -261,14 +269,11 @@ def test_operator_hooks_moved_into_the_workspace_by_a_link_above_them_are_refuse
     via.unlink()
     via.symlink_to(repo / "vendored")
     enterprise = load_sources(settings).source(SourceKind.ENTERPRISE)
-    assert enterprise.status is SourceStatus.BROKEN
-    assert enterprise.diagnostics[0].code == "managed-path-refused"
+    assert refused(enterprise) == "managed-path-refused"
 
 
-def test_a_claude_file_appearing_while_claude_code_is_off_is_reported(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _settled(monkeypatch)
+@pytest.mark.usefixtures("settled")
+def test_a_claude_file_appearing_while_claude_code_is_off_is_reported(repo: Path) -> None:
     settings = SourceSettings(workspace=repo)
     before = load_sources(settings)
     (repo / ".claude").mkdir()

@@ -25,6 +25,7 @@ from cloudrunner.egress.credentials import CredentialIssuer, RunAttribution
 from cloudrunner.egress.proxy import EgressProxy
 from cloudrunner.egress.rules import EgressRules
 from cloudrunner.images import DEFAULT_RUNTIME_IMAGE, EGRESS_PROXY_REPOSITORY
+from cloudrunner.protocol.profiles import SourceKind
 
 SERVER = (
     "import http.server\n"
@@ -66,8 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             net.connect(server, aliases=["allowed.test"])
             server.start()
-            proxy.ensure({"project": EgressRules(policy="allowlist", domains=("allowed.test",))})
-            internal, subnets = proxy.sandbox_network("bench", "project")
+            proxy.ensure(
+                {SourceKind.PROJECT: EgressRules(policy="allowlist", domains=("allowed.test",))}
+            )
+            internal, subnets = proxy.sandbox_network("bench", SourceKind.PROJECT)
             issuer = CredentialIssuer(proxy.key(), proxy.book)
             attribution = RunAttribution("project", "bench", "c", "g", "h", "curl", "bench")
             user = issuer.issue(attribution, network=internal, subnets=subnets, lifetime_s=3600)

@@ -26,8 +26,7 @@ from pydantic import (
 from cloudrunner.egress.rules import EgressSettings
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.profiles import (
-    MANAGED_NAMES,
-    SOURCE_NAMES,
+    MANAGED_SOURCES,
     UNMANAGED_SOURCES,
     Profile,
     SourceKind,
@@ -76,7 +75,7 @@ class SourcesSettings(_Section):
     """home directory whose ~/.cursor/hooks.json the desktop profile loads; empty means $HOME"""
     trust_project_hooks: bool = True
     """project hooks run only in a trusted workspace (default: a cloud agent trusts its repo)"""
-    allowed: list[SourceKindName] = Field(default_factory=lambda: list(SOURCE_NAMES))
+    allowed: list[SourceKind] = Field(default_factory=lambda: list(SourceKind))
     """the sources that may load; managed-only mode: ["enterprise", "team"] (the others are
     skipped, and each skip is recorded with this reason)"""
     claude_code: bool = False
@@ -215,7 +214,8 @@ class SandboxSettings(SandboxProfile):
 
     @model_validator(mode="after")
     def _overrides_are_valid(self) -> SandboxSettings:
-        for kind in self.per_source:
+        for name in self.per_source:
+            kind = SourceKind(name)
             profile = self.profile_for(kind)
             if kind in UNMANAGED_SOURCES and profile.network != "none":
                 raise ValueError(
@@ -224,7 +224,7 @@ class SandboxSettings(SandboxProfile):
                 )
         return self
 
-    def profile_for(self, kind: str) -> SandboxProfile:
+    def profile_for(self, kind: SourceKind) -> SandboxProfile:
         """The effective profile of one source kind (overrides validated by SandboxProfile)."""
         base = self.model_dump(exclude={"per_source"})
         over = dict(self.per_source.get(kind, {}))  # type: ignore[call-overload]
@@ -260,7 +260,7 @@ class HookEnvSettings(_Section):
     """variables (`CI`) or prefixes (`DEPLOY_*`) of the daemon's environment passed to user
     hooks (desktop profile); a credential-looking name only by its exact name"""
 
-    def entries(self, kind: str) -> list[str]:
+    def entries(self, kind: SourceKind) -> list[str]:
         value: list[str] = getattr(self, kind, [])
         return value
 
@@ -293,7 +293,7 @@ class Settings(_Section):
 
     @model_validator(mode="after")
     def _egress_fits_the_sandbox(self) -> Settings:
-        for kind in MANAGED_NAMES:
+        for kind in sorted(MANAGED_SOURCES, key=lambda k: k.priority):
             if (
                 self.egress.rules_for(kind).policy == "allowlist"
                 and self.sandbox.profile_for(kind).network != "none"
@@ -584,7 +584,7 @@ def source_settings(settings: Settings, root: Path | None, trusted: bool = True)
         team_path=sources.team_hooks,
         user_home=sources.user_home,
         trust_workspace=sources.trust_project_hooks and trusted,
-        allowed=frozenset(SourceKind(k) for k in sources.allowed),
+        allowed=frozenset(sources.allowed),
         project_digests=None if digests is None else frozenset(digests),
         project_digest_paths=tuple(sources.project_digest_paths),
         claude_code=sources.claude_code,

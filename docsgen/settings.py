@@ -3,6 +3,7 @@ variable and meaning, from the pydantic models the worker validates its settings
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 import types
@@ -27,6 +28,8 @@ def _type_name(annotation: Any) -> str:
     origin = typing.get_origin(annotation)
     if origin is typing.Literal:
         return " or ".join(json.dumps(a) for a in typing.get_args(annotation))
+    if isinstance(annotation, type) and issubclass(annotation, enum.StrEnum):
+        return " or ".join(json.dumps(member.value) for member in annotation)
     args = typing.get_args(annotation)
     if origin in (typing.Union, types.UnionType) and type(None) in args:
         rest = [a for a in args if a is not type(None)]

@@ -66,15 +66,16 @@ def validate_command(args: argparse.Namespace) -> int:
     if getattr(args, "claude_code", False):
         overrides["sources.claude_code"] = True
     settings = load_settings(getattr(args, "config", None), overrides=overrides)
+    source = SourceKind(args.source)
     if getattr(args, "no_image_check", False):
         notes.append(
             info(DiagnosticCode.IMAGE_CHECK_SKIPPED, "programs were not checked (--no-image-check)")
         )
     else:
-        image = getattr(args, "image", None) or settings.sandbox.profile_for(args.source).image
+        image = getattr(args, "image", None) or settings.sandbox.profile_for(source).image
         programs, notes = image_programs_for(image, settings.state_dir)
     report = validate_paths(
-        args.paths, profile=Profile(args.profile), source=SourceKind(args.source),
+        args.paths, profile=Profile(args.profile), source=source,
         programs=programs, notes=notes, settings=settings,
     )  # fmt: skip
     if args.format == "json":

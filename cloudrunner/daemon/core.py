@@ -41,7 +41,7 @@ from cloudrunner.event import gate, hook_home
 from cloudrunner.logs import get_logger
 from cloudrunner.protocol.event_names import SESSION_END
 from cloudrunner.protocol.events import EVENTS
-from cloudrunner.protocol.profiles import SOURCE_NAMES, SourceKind
+from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.refusals import ErrorCode
 from cloudrunner.sandbox.engine import EngineLink
 from cloudrunner.sandbox.session_pool import SessionPool
@@ -308,7 +308,7 @@ class Daemon(ClosesOnExit):
         """Each source's egress rules in force (the rules file's, or the last POST's)."""
         settings = self.egress.settings
         view: dict[str, Any] = {
-            kind: settings.rules_for(kind).model_dump(mode="json") for kind in SOURCE_NAMES
+            kind.value: settings.rules_for(kind).model_dump(mode="json") for kind in SourceKind
         }
         view["proxy"] = self.egress.status()[1]
         return view
@@ -414,7 +414,7 @@ class Daemon(ClosesOnExit):
 
 
 #: the sources a cloud worker loads (the user's is the desktop's)
-_KINDS = tuple(name for name in SOURCE_NAMES if SourceKind(name) is not SourceKind.USER)
+_KINDS = tuple(kind for kind in SourceKind if kind is not SourceKind.USER)
 
 
 def _session_homes(settings: Settings, session_id: str) -> Path:

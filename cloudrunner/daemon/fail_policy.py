@@ -78,7 +78,7 @@ def render(events: EventSources, *, daemon_id: str, pid: int, written_at: str) -
         "written_at": written_at,
         "fail_closed_events": names,
         "sources": {
-            name: [str(kind) for kind in SourceKind if kind in events[name]] for name in names
+            name: [kind.value for kind in SourceKind if kind in events[name]] for name in names
         },
     }
 

@@ -23,6 +23,7 @@ from cloudrunner.egress.proxy import EgressProxy
 from cloudrunner.egress.rules import SOURCE_KINDS, EgressSettings
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.memo import BoundedMemo
+from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.sandbox.diagnostics import note
 
 #: how long to wait once for the proxy's last log lines after hooks that used it ran
@@ -71,7 +72,7 @@ class Egress:
         state_dir: Path,
         worker_id: str,
         rules_file: Path | None = None,
-        default_networks: Callable[[str], str] = lambda kind: "none",
+        default_networks: Callable[[SourceKind], str] = lambda kind: "none",
     ) -> None:
         self._base = settings
         self._settings = settings
@@ -87,7 +88,7 @@ class Egress:
         self._reader: AccessLogReader | None = None
         #: (session, source) -> (network, subnets) of the sandbox networks this process uses
         #: (the oldest forgotten past 4096: asked of the proxy again when next needed)
-        self._networks: BoundedMemo[tuple[str, str], _Network] = BoundedMemo(4096)
+        self._networks: BoundedMemo[tuple[str, SourceKind], _Network] = BoundedMemo(4096)
         #: a rules-file problem, reported on every event until it is fixed
         self.problem: str | None = None
 
@@ -121,7 +122,9 @@ class Egress:
                 self.problem = f"{exc.message}; the previous rules stay in force"
 
     def set_rules(self, kind: str, rules: dict[str, Any]) -> EgressSettings:
-        """Replace one source's rules (the daemon's API); they hold from the next connection."""
+        """Replace one source's rules (the daemon's API); they hold from the next connection.
+        `kind` is the name as the request gave it: the settings model decides whether it
+        names a source (an unknown one is its validation error, as for a rules file)."""
         with self._lock:
             try:
                 self._settings = EgressSettings.model_validate(
@@ -136,7 +139,7 @@ class Egress:
             self._proxy.ensure(settings.allowlisted)
         return settings
 
-    def policy(self, kind: str) -> str:
+    def policy(self, kind: SourceKind) -> str:
         return self.settings.rules_for(kind).policy
 
     # ------------------------------------------------------------------ sandboxes
@@ -158,7 +161,7 @@ class Egress:
                 self._reader.skip_to_end()
             return self._proxy
 
-    def network_for(self, kind: str, session: str = "") -> str | None:
+    def network_for(self, kind: SourceKind, session: str = "") -> str | None:
         """The network a source's sandbox of one session joins, or None to keep the
         profile's: for an allowlist, an internal network of that sandbox's own, with the
         proxy on it. Raises EgressUnavailable when the proxy cannot be had."""
@@ -171,7 +174,7 @@ class Egress:
             return named if named != "none" else "bridge"
         return None
 
-    def _sandbox_network(self, kind: str, session: str) -> _Network:
+    def _sandbox_network(self, kind: SourceKind, session: str) -> _Network:
         """The allowlisted source's network of one session and its subnets (made, and the
         proxy on it, when missing), remembered for the session's runs."""
         proxy = self._proxy_for()
@@ -182,7 +185,7 @@ class Egress:
         return found
 
     def hook_env(
-        self, kind: str, attribution: RunAttribution, *, timeout_s: float,
+        self, kind: SourceKind, attribution: RunAttribution, *, timeout_s: float,
         issued: list[str] | None = None,
     ) -> dict[str, str]:  # fmt: skip
         """The proxy variables of one hook run of an allowlisted source (else none): a

@@ -31,6 +31,7 @@ import docker.types
 from cloudrunner.egress.grants import GrantBook
 from cloudrunner.egress.rules import PROXY_HOST, EgressRules, squid_config
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.sandbox.base import WORKER_LABEL
 
 ROLE_LABEL = "cloudrunner.role"
@@ -120,7 +121,7 @@ class EgressProxy:
             os.unlink(tmp)
         return self.key_path.read_bytes().strip()
 
-    def _write_config(self, rules: Mapping[str, EgressRules]) -> bool:
+    def _write_config(self, rules: Mapping[SourceKind, EgressRules]) -> bool:
         """Write squid.conf for `rules`; True when it changed."""
         text = squid_config(
             rules,
@@ -154,11 +155,11 @@ class EgressProxy:
         """The id of the last proxy this state directory started (a removed one is noticed)."""
         return self.directory / "proxy.id"
 
-    def network_name(self, session: str, kind: str) -> str:
+    def network_name(self, session: str, kind: SourceKind) -> str:
         digest = hashlib.sha256(f"{session}\0{kind}".encode()).hexdigest()[:12]
         return f"{self.network_prefix}-{digest}"
 
-    def sandbox_network(self, session: str, kind: str) -> tuple[str, tuple[str, ...]]:
+    def sandbox_network(self, session: str, kind: SourceKind) -> tuple[str, tuple[str, ...]]:
         """(name, subnets) of the internal network of one session's sandbox of one source,
         made on first use, with the proxy on it. Raises EgressUnavailable."""
         name = self.network_name(session, kind)
@@ -174,13 +175,13 @@ class EgressProxy:
             raise EgressUnavailable(f"the egress network {name} has no subnet the engine reports")
         return name, subnets
 
-    def _sandbox_network(self, name: str, session: str, kind: str) -> Any:
+    def _sandbox_network(self, name: str, session: str, kind: SourceKind) -> Any:
         try:
             network = self.client.networks.get(name)
         except docker.errors.NotFound:
             labels = {
                 **self._labels(), ROLE_LABEL: NETWORK_ROLE,
-                SESSION_LABEL: session[:200], SOURCE_LABEL: kind,
+                SESSION_LABEL: session[:200], SOURCE_LABEL: kind.value,
             }  # fmt: skip
             network = self._create(name, labels)
             network.reload()
@@ -303,7 +304,7 @@ class EgressProxy:
         except docker.errors.NotFound:
             return None
 
-    def ensure(self, rules: Mapping[str, EgressRules]) -> None:
+    def ensure(self, rules: Mapping[SourceKind, EgressRules]) -> None:
         """A running proxy enforcing `rules`. Raises EgressUnavailable naming the fix."""
         # one process at a time (of all that share this state directory): a proxy that is
         # gone is started, and its replacement recorded, once

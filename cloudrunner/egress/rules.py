@@ -179,15 +179,13 @@ class EgressSettings(BaseModel):
             )
         return value
 
-    def rules_for(self, kind: str) -> EgressRules:
+    def rules_for(self, kind: SourceKind) -> EgressRules:
         rules: EgressRules = getattr(self, kind)
         return rules
 
     @property
-    def allowlisted(self) -> dict[str, EgressRules]:
-        return {
-            k: self.rules_for(k) for k in SOURCE_KINDS if self.rules_for(k).policy == "allowlist"
-        }
+    def allowlisted(self) -> dict[SourceKind, EgressRules]:
+        return {k: self.rules_for(k) for k in SourceKind if self.rules_for(k).policy == "allowlist"}
 
 
 def address_pattern(address: str) -> str:
@@ -198,7 +196,7 @@ def address_pattern(address: str) -> str:
     return "^" + re.escape(address) + "$"
 
 
-def squid_config(rules: Mapping[str, EgressRules], *, log_path: str, key_path: str,
+def squid_config(rules: Mapping[SourceKind, EgressRules], *, log_path: str, key_path: str,
                  helper: str, grant_helper: str, grants_path: str) -> str:  # fmt: skip
     """squid.conf for the allowlisted sources in `rules` (kind -> rules).
 

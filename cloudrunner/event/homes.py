@@ -49,7 +49,7 @@ class Homes:
         for kind in set(kinds):
             path = self._dirs.get((ws.root, kind))
             if path is None:
-                path = hook_home.home_dir(self.root, ws.root, str(kind))
+                path = hook_home.home_dir(self.root, ws.root, kind)
                 self._dirs[(ws.root, kind)] = path
             ready = self._ready.get(path)
             if ready is not None and now - ready[0] < settings.measure_interval_s:

@@ -116,12 +116,12 @@ def resolve(entries: Sequence[str], environ: Mapping[str, str]) -> Passed:
 
 
 def resolve_all(
-    entries_of: Callable[[str], Sequence[str]], environ: Mapping[str, str]
+    entries_of: Callable[[SourceKind], Sequence[str]], environ: Mapping[str, str]
 ) -> dict[SourceKind, Passed]:
     """Each source kind with entries, resolved against `environ` (the daemon's)."""
     out: dict[SourceKind, Passed] = {}
     for kind in SourceKind:
-        entries = entries_of(str(kind))
+        entries = entries_of(kind)
         if entries:
             out[kind] = resolve(entries, environ)
     return out

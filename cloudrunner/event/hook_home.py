@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cloudrunner.errors import CloudrunnerError
+from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.workspace import real_path
 
 GITCONFIG = ".gitconfig"
@@ -61,7 +62,7 @@ class HomeStatus:
         return {"path": str(self.path), "bytes": self.used, "limit": self.limit}
 
 
-def home_dir(home_root: Path, workspace: Path, source: str) -> Path:
+def home_dir(home_root: Path, workspace: Path, source: SourceKind) -> Path:
     """The home of `source`'s hooks in `workspace` (no I/O)."""
     key = hashlib.sha256(real_path(workspace).encode()).hexdigest()[:16]
     return home_root / key / source

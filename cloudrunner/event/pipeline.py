@@ -217,9 +217,9 @@ class EventPipeline:
                 shown=shown,
                 passed_env=self.passed_env,
                 hook_env=lambda hook: self.egress.hook_env(
-                    str(hook.source_kind),
+                    hook.source_kind,
                     RunAttribution(
-                        source=str(hook.source_kind),
+                        source=hook.source_kind.value,
                         event=name,
                         conversation_id=ids["conversation_id"],
                         generation_id=ids["generation_id"],
@@ -241,7 +241,7 @@ class EventPipeline:
         skipped = records.skipped(sources, state.source_hashes, ids)
         unrecorded += self._keep_session(name, plan, state, sources, merged.env)
         used_proxy = any(
-            self.egress.policy(str(h.source_kind)) == "allowlist"
+            self.egress.policy(h.source_kind) == "allowlist"
             for h in plan.hooks_to_run
             if h.hook_id in outcome.executions
         )
@@ -265,7 +265,7 @@ class EventPipeline:
             gated=False,
             records=len(written),
             outcomes=tuple(
-                (str(d.result.hook.source_kind), str(d.result.outcome)) for d in merged.decisions
+                (d.result.hook.source_kind.value, str(d.result.outcome)) for d in merged.decisions
             ),
             conversation_id=plan.conversation_id,
             unrecorded=tuple(unrecorded),

@@ -116,7 +116,7 @@ def skipped(sources: SourceSet, seen: Mapping[str, str], ids: RecordIds) -> list
                 "generation_id": ids["generation_id"],
                 "event": ids["event"],
                 "event_seq": ids["event_seq"],
-                "source": str(source.kind),
+                "source": source.kind.value,
                 "source_file": str(source.path) if source.path else None,
                 "source_hash": source.sha256,
                 "source_status": str(source.status),
@@ -159,7 +159,7 @@ def decision(
     if shown is not None:
         fields["transcript"] = shown.to_dict()
     if homes:
-        fields["homes"] = {str(kind): home.view for kind, home in sorted(homes.items())}
+        fields["homes"] = {kind.value: home.view for kind, home in sorted(homes.items())}
     return fields
 
 
@@ -237,7 +237,7 @@ class HookRecords:
                 "event": ids["event"],
                 "event_seq": ids["event_seq"],
                 "session": session,
-                "source": str(hook.source_kind),
+                "source": hook.source_kind.value,
                 "source_file": str(hook.source_path),
                 "source_hash": hook.source_sha256,
                 "hook_index": hook.index,

@@ -40,7 +40,9 @@ _STATUS = {
 }
 
 
-def to_execution(result: ExecResult, workspace: Path | None = None, source: str = "") -> Execution:
+def to_execution(
+    result: ExecResult, workspace: Path | None = None, source: SourceKind | None = None
+) -> Execution:
     status = _STATUS.get(result.outcome, ExecutionStatus.SANDBOX_ERROR)
     message = result.message
     if result.outcome not in _STATUS:
@@ -56,7 +58,7 @@ def to_execution(result: ExecResult, workspace: Path | None = None, source: str 
 
 
 def sandbox_context(
-    result: ExecResult, workspace: Path | None, source: str = ""
+    result: ExecResult, workspace: Path | None, source: SourceKind | None = None
 ) -> sandbox_causes.SandboxContext:
     """What a sandbox-caused failure's message names, as the sandbox attested it."""
     attested = result.attestation
@@ -163,7 +165,7 @@ def run_plan(
     lock = threading.Lock()
 
     def run_one(hook: PlannedHook) -> Execution:
-        with telemetry.hook(str(hook.source_kind), hook.hook_id, hook.command) as span:
+        with telemetry.hook(hook.source_kind.value, hook.hook_id, hook.command) as span:
             execution, result = run_in_sandbox(hook)
             telemetry.hook_ran(
                 span,
@@ -194,7 +196,7 @@ def run_plan(
         result = sandbox.run(request)
         with lock:
             executions[hook.hook_id] = result
-        return to_execution(result, workspace, str(hook.source_kind)), result
+        return to_execution(result, workspace, hook.source_kind), result
 
     def run_tier(hooks: Sequence[PlannedHook]) -> Sequence[Execution]:
         if len(hooks) == 1:

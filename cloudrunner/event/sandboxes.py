@@ -74,7 +74,7 @@ class EngineSandboxes:
 
     def open(self, request: SandboxRequest) -> Sandbox:
         kind, ws = request.kind, request.workspace
-        network = self.egress.network_for(str(kind), request.session)
+        network = self.egress.network_for(kind, request.session)
         profile = self.profiles.for_open(kind, network, request.image)
         uid, gid = identity_for(profile, ws.root)
         access = self.workspaces.access(ws.root)
@@ -104,7 +104,7 @@ class EngineSandboxes:
         spec = SandboxSpec(
             workspace=ws.root,
             labels=SandboxLabels(
-                worker=self.engine.worker_id, session=request.session, source=str(kind)
+                worker=self.engine.worker_id, session=request.session, source=kind.value
             ),
             profile=profile,
             config_dirs=config_dirs,

@@ -68,7 +68,7 @@ class PlannedHook:
     def describe(self) -> str:
         shown = self.command if len(self.command) <= 80 else self.command[:77] + "..."
         claude = self.entry.claude
-        where = f"Claude Code {claude.event} hook" if claude else str(self.source_kind)
+        where = f"Claude Code {claude.event} hook" if claude else self.source_kind.value
         return f"{where} {self.event}[{self.index}] `{shown}` ({self.source_path})"
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,7 +80,7 @@ class PlannedHook:
     def _fields(self) -> dict[str, Any]:
         return {
             "id": self.hook_id,
-            "source": str(self.source_kind),
+            "source": self.source_kind.value,
             "source_path": str(self.source_path),
             "source_sha256": self.source_sha256,
             "event": self.event,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from cloudrunner.protocol.profiles import MANAGED_NAMES
+from cloudrunner.protocol.profiles import MANAGED_SOURCES, SourceKind
 
 #: stderr lines longer than this are cut before matching (and in the record)
 LINE_LIMIT = 500
@@ -61,8 +61,8 @@ class SandboxContext:
     hook_user: str = ""
     workspace: str = ""
     network: str = ""
-    #: the hook's source kind (project, team, enterprise, user), when known
-    source: str = ""
+    #: the hook's source kind, when known
+    source: SourceKind | None = None
 
     @property
     def uid(self) -> str:
@@ -75,7 +75,7 @@ class SandboxContext:
         if not path.startswith("/"):
             # resolved from the working directory: the workspace for project hooks, the
             # hooks file's own (read-only) directory for enterprise and team hooks
-            return self.source not in MANAGED_NAMES
+            return self.source not in MANAGED_SOURCES
         return path == root or path.startswith(root + "/")
 
 
@@ -260,7 +260,7 @@ def _pnpm_pin(host: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
 
 def _no_network(host: str, ctx: SandboxContext) -> tuple[CauseKind, str]:
     what = f"`{host}` cannot be resolved" if host else "the network cannot be reached"
-    if ctx.network in ("", "none") and ctx.source in MANAGED_NAMES:
+    if ctx.network in ("", "none") and ctx.source in MANAGED_SOURCES:
         return CauseKind.NO_NETWORK, (
             f"no network for {ctx.source} hooks here: {what} because the sandbox's network is "
             f"none; the operator can allow one (sandbox.per_source.{ctx.source}.network)"

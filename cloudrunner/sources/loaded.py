@@ -86,7 +86,7 @@ class LoadedSource:
     @property
     def name(self) -> str:
         """The source as records and messages name it (`project`, `claude-project`, ...)."""
-        return str(self.origin or self.kind)
+        return (self.origin or self.kind).value
 
     @property
     def loaded(self) -> bool:

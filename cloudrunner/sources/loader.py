@@ -35,8 +35,8 @@ def not_allowed(
 ) -> LoadedSource:
     """The source of `kind` (of a Claude Code file when `origin` is given) as not loaded
     because the operator does not allow its kind (`sources.allowed`)."""
-    allowed = ", ".join(str(k) for k in SourceKind if k in settings.allowed) or "none"
-    what = f"Claude Code {kind}" if origin is not None else str(kind)
+    allowed = ", ".join(k.value for k in SourceKind if k in settings.allowed) or "none"
+    what = f"Claude Code {kind}" if origin is not None else kind.value
     loaded = not_loaded(
         kind,
         None,

@@ -72,8 +72,8 @@ def hook_diagnostics(
     command = entry.definition.command
     if entry.definition.type != "command" or not command:
         return []
-    rules = settings.egress.rules_for(str(kind))
-    named = settings.sandbox.profile_for(str(kind)).network
+    rules = settings.egress.rules_for(kind)
+    named = settings.sandbox.profile_for(kind).network
     if rules.policy == "open" or (named != "none" and rules.policy == "none"):
         return []  # a whole network: nothing to say
     problems = []
@@ -105,7 +105,7 @@ def source_diagnostics(
 ) -> list[Diagnostic]:
     """Diagnostics about a whole file: its source not allowed; its digest (project)."""
     out: list[Diagnostic] = []
-    if str(kind) not in settings.sources.allowed:
+    if kind not in settings.sources.allowed:
         allowed = ", ".join(settings.sources.allowed) or "none"
         out.append(
             error(

@@ -68,3 +68,54 @@ def test_the_scan_finds_a_kind_in_code_not_in_a_docstring() -> None:
         "kind = SourceKind.PROJECT\n"
     )
     assert sorted(kind_literals(source)) == ["claude-user", "enterprise", "project"]
+
+
+#: `str(...)` of something named a kind that is no source kind being passed on, and why; a
+#: source kind is passed as the enum, and written out (a record, a label) with `.value`
+STR_OF_KIND = {
+    ("audit/stats.py", "kind"): "an audit record's `kind` field as read back, whatever it holds",
+    ("audit/writer.py", "kind"): "a record kind (RecordKind or a name) written into the record",
+    ("event/runner.py", "execution.cause.kind"): "a sandbox cause's kind, as a span attribute",
+    ("protocol/sandbox_causes.py", "self.kind"): "a sandbox cause's kind, in its JSON form",
+}
+
+
+def str_of_kinds(source: str) -> list[str]:
+    """The arguments of the `str(...)` calls of `source` on a name or attribute that ends
+    in `kind` (or an `or` of them), as written."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "str"
+            and len(node.args) == 1
+        ):
+            continue
+        arg = node.args[0]
+        # `str(kind)`, `str(hook.source_kind)`, `str(self.origin or self.kind)`
+        operands = arg.values if isinstance(arg, ast.BoolOp) else [arg]
+        names = [o.id if isinstance(o, ast.Name) else getattr(o, "attr", "") for o in operands]
+        if any(name.endswith("kind") for name in names):
+            found.append(ast.unparse(arg))
+    return found
+
+
+def test_no_source_kind_is_turned_into_a_string_to_be_passed_on() -> None:
+    converted = {
+        (str(path.relative_to(PACKAGE)), expression)
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for expression in str_of_kinds(path.read_text())
+    }
+    assert converted - STR_OF_KIND.keys() == set()
+    assert STR_OF_KIND.keys() - converted == set()  # an entry whose call has gone
+
+
+def test_the_kind_scan_finds_str_of_a_kind() -> None:
+    source = (
+        "egress.network_for(str(kind), session)\n"
+        "labels = SandboxLabels(source=str(hook.source_kind))\n"
+        "name = str(self.origin or self.kind)\n"
+        "fine = kind.value, str(path), str(self.kinds)\n"
+    )
+    assert sorted(str_of_kinds(source)) == ["hook.source_kind", "kind", "self.origin or self.kind"]

@@ -1,0 +1,159 @@
+"""Waiting in the tests: `tests/support/waiting.py` polls with a deadline, and no other test
+code sleeps to wait for something to happen (issue 36); the few sleeps that pace or time
+something on purpose are listed here with their reason."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.support.waiting import came_true, sample_until, wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+SCANNED = ("tests",)
+#: (file, the function holding the sleep) -> why it is not a wait for an event
+DELIBERATE = {
+    ("tests/support/waiting.py", "sample_until"): "the pause between two polls",
+    ("tests/unit/daemon/test_threads.py", "test_a_submit_racing_an_idle_exit_is_never_lost"):
+        "timing: submissions land on both sides of the pool's idle timeout",
+    ("tests/unit/daemon/test_connections.py",
+     "test_silent_and_slow_header_clients_are_disconnected"):
+        "pacing: a slow client trickles its header one byte at a time",
+    ("tests/unit/audit/test_export_tail.py", "write"):
+        "pacing: records are appended over time while `tail -f` follows the log",
+    ("tests/unit/workspace/test_head.py", "_age"):
+        "mtime granularity: the kernel's coarse clock must tick between two changes",
+    ("tests/e2e/test_serve_faults.py", "trickle"):
+        "pacing: slow clients send one byte at a time",
+}  # fmt: skip
+
+
+def _sleeps(source: str) -> list[tuple[int, str]]:
+    """(line, enclosing function) of each call of `time.sleep`, however it was imported."""
+    tree = ast.parse(source)
+    modules = {"time"}
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.asname or a.name for a in node.names if a.name == "time"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "time":
+            names |= {a.asname or a.name for a in node.names if a.name == "sleep"}
+    found: list[tuple[int, str]] = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                inner = getattr(child, "name", function)
+            else:
+                inner = function
+            if isinstance(child, ast.Call):
+                called = child.func
+                if (
+                    isinstance(called, ast.Attribute)
+                    and called.attr == "sleep"
+                    and isinstance(called.value, ast.Name)
+                    and called.value.id in modules
+                ) or (isinstance(called, ast.Name) and called.id in names):
+                    found.append((child.lineno, function))
+            visit(child, inner)
+
+    visit(tree, "<module>")
+    return found
+
+
+def _scanned_sleeps() -> dict[tuple[str, str], list[int]]:
+    found: dict[tuple[str, str], list[int]] = {}
+    for root in SCANNED:
+        for path in sorted((REPO / root).rglob("*.py")):
+            relative = path.relative_to(REPO).as_posix()
+            for line, function in _sleeps(path.read_text()):
+                found.setdefault((relative, function), []).append(line)
+    return found
+
+
+def test_no_test_sleeps_to_wait_outside_the_waiting_helper() -> None:
+    found = _scanned_sleeps()
+    unexplained = {
+        f"{path}:{line} (in {function})"
+        for (path, function), lines in found.items()
+        if (path, function) not in DELIBERATE
+        for line in lines
+    }
+    assert not unexplained, (
+        "poll with tests.support.waiting (or wait on a real event) instead of sleeping; a "
+        f"sleep that is not a wait goes in DELIBERATE with its reason: {sorted(unexplained)}"
+    )
+
+
+def test_every_deliberate_sleep_is_still_there() -> None:
+    stale = set(DELIBERATE) - set(_scanned_sleeps())
+    assert not stale, f"listed as deliberate but gone: drop them from DELIBERATE: {stale}"
+
+
+def test_the_scan_sees_each_way_of_calling_sleep_and_nothing_else() -> None:
+    source = """
+import time
+import time as clock
+from time import sleep, sleep as nap
+import asyncio
+
+def a():
+    time.sleep(1)
+
+def b():
+    def inner():
+        clock.sleep(1)
+    sleep(1)
+
+c = lambda: nap(1)
+script = "time.sleep(1)"
+async def d():
+    await asyncio.sleep(0)
+"""
+    assert _sleeps(source) == [(8, "a"), (12, "inner"), (13, "b"), (15, "<module>")]
+
+
+def test_wait_for_answers_the_first_true_value() -> None:
+    answers = iter([None, 0, "", "found", "later"])
+    assert wait_for(lambda: next(answers), "an answer", interval_s=0) == "found"
+    assert next(answers) == "later"
+
+
+def test_wait_for_names_what_never_came_and_adds_the_explanation() -> None:
+    with pytest.raises(AssertionError, match=r"the thing did not come true within 0\.05 s:\nlog"):
+        wait_for(lambda: False, "the thing", timeout_s=0.05, interval_s=0.01, explain=lambda: "log")
+    with pytest.raises(AssertionError, match=r"the thing did not come true within 0\.05 s$"):
+        wait_for(lambda: None, "the thing", timeout_s=0.05, interval_s=0.01)
+
+
+def test_an_exception_of_the_condition_ends_the_wait() -> None:
+    calls = []
+
+    def died() -> bool:
+        calls.append(1)
+        raise RuntimeError("the process died")
+
+    with pytest.raises(RuntimeError, match="died"):
+        wait_for(died, timeout_s=60)
+    assert len(calls) == 1
+
+
+def test_came_true_says_whether_the_condition_came_true_in_time() -> None:
+    answers = iter([False, False, True])
+    assert came_true(lambda: next(answers), interval_s=0) is True
+    assert came_true(lambda: False, timeout_s=0.05, interval_s=0.01) is False
+
+
+def test_sample_until_answers_the_last_sample_done_or_not() -> None:
+    counter = iter(range(100))
+    assert sample_until(lambda: next(counter), lambda n: n >= 3, interval_s=0) == 3
+    samples: list[int] = []
+
+    def sample() -> int:
+        samples.append(len(samples))
+        return samples[-1]
+
+    last = sample_until(sample, lambda n: n < 0, timeout_s=0.05, interval_s=0.01)
+    assert last == samples[-1]

@@ -31,7 +31,8 @@ DELIBERATE = {
 
 
 def _sleeps(source: str) -> list[tuple[int, str]]:
-    """(line, enclosing function) of each call of `time.sleep`, however it was imported."""
+    """(line, enclosing function) of each call of `time.sleep`, however it was imported, and
+    of each wait on an Event made for it."""
     tree = ast.parse(source)
     modules = {"time"}
     names: set[str] = set()
@@ -50,17 +51,31 @@ def _sleeps(source: str) -> list[tuple[int, str]]:
                 inner = function
             if isinstance(child, ast.Call):
                 called = child.func
-                if (
+                time_sleep = (
                     isinstance(called, ast.Attribute)
                     and called.attr == "sleep"
                     and isinstance(called.value, ast.Name)
                     and called.value.id in modules
-                ) or (isinstance(called, ast.Name) and called.id in names):
+                )
+                bare_sleep = isinstance(called, ast.Name) and called.id in names
+                if time_sleep or bare_sleep or _waits_on_a_new_event(called):
                     found.append((child.lineno, function))
             visit(child, inner)
 
     visit(tree, "<module>")
     return found
+
+
+def _waits_on_a_new_event(called: ast.expr) -> bool:
+    """`threading.Event().wait(...)`: a sleep by another name (nothing can set that Event)."""
+    if not (isinstance(called, ast.Attribute) and called.attr == "wait"):
+        return False
+    made = called.value
+    if not isinstance(made, ast.Call):
+        return False
+    maker = made.func
+    name = maker.attr if isinstance(maker, ast.Attribute) else getattr(maker, "id", "")
+    return name == "Event"
 
 
 def _scanned_sleeps() -> dict[tuple[str, str], list[int]]:
@@ -111,8 +126,12 @@ c = lambda: nap(1)
 script = "time.sleep(1)"
 async def d():
     await asyncio.sleep(0)
+
+def e(ready):
+    threading.Event().wait(0.1)
+    ready.wait(0.1)
 """
-    assert _sleeps(source) == [(8, "a"), (12, "inner"), (13, "b"), (15, "<module>")]
+    assert _sleeps(source) == [(8, "a"), (12, "inner"), (13, "b"), (15, "<module>"), (21, "e")]
 
 
 def test_wait_for_answers_the_first_true_value() -> None:

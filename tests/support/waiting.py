@@ -1,33 +1,16 @@
-"""Waiting for a condition in tests: polled with a deadline, never a fixed sleep."""
+"""Waiting for a condition in tests: polled with a deadline, never a fixed sleep (the polling
+itself is bench.waiting's, which the bench uses as well)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from bench.waiting import came_true, sample_until
+
+__all__ = ["came_true", "sample_until", "wait_for"]
+
 T = TypeVar("T")
-
-
-def sample_until(
-    sample: Callable[[], T], done: Callable[[T], object], timeout_s: float = 120.0,
-    interval_s: float = 0.1,
-) -> T:  # fmt: skip
-    """Call `sample()` until `done` holds for its value or `timeout_s` has passed; the last
-    value either way, for the caller's assertions to judge."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = sample()
-        if done(value) or time.monotonic() > deadline:
-            return value
-        time.sleep(interval_s)
-
-
-def came_true(
-    condition: Callable[[], object], timeout_s: float = 120.0, interval_s: float = 0.1
-) -> bool:
-    """Whether `condition()` came true within `timeout_s` (polled; False once it passed)."""
-    return bool(sample_until(condition, bool, timeout_s, interval_s))
 
 
 def wait_for(

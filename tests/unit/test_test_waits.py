@@ -1,6 +1,6 @@
-"""Waiting in the tests: `tests/support/waiting.py` polls with a deadline, and no other test
-code sleeps to wait for something to happen (issue 36); the few sleeps that pace or time
-something on purpose are listed here with their reason."""
+"""Waiting in the tests and the bench: `tests/support/waiting.py` (on `bench/waiting.py`) polls
+with a deadline, and no other code there sleeps to wait for something to happen (issue 36);
+the few sleeps that pace or time something on purpose are listed here with their reason."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.waiting import came_true, sample_until, wait_for
+from tests.support.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
-SCANNED = ("tests",)
+SCANNED = ("tests", "bench")
 #: (file, the function holding the sleep) -> why it is not a wait for an event
 DELIBERATE = {
-    ("tests/support/waiting.py", "sample_until"): "the pause between two polls",
+    ("bench/waiting.py", "sample_until"): "the pause between two polls, the tests' as well",
+    ("bench/fixtures.py", "settle"):
+        "age: hooks files written must get older than the racy window, a span of time",
     ("tests/unit/daemon/test_threads.py", "test_a_submit_racing_an_idle_exit_is_never_lost"):
         "timing: submissions land on both sides of the pool's idle timeout",
     ("tests/unit/daemon/test_connections.py",
@@ -157,22 +159,3 @@ def test_an_exception_of_the_condition_ends_the_wait() -> None:
     with pytest.raises(RuntimeError, match="died"):
         wait_for(died, timeout_s=60)
     assert len(calls) == 1
-
-
-def test_came_true_says_whether_the_condition_came_true_in_time() -> None:
-    answers = iter([False, False, True])
-    assert came_true(lambda: next(answers), interval_s=0) is True
-    assert came_true(lambda: False, timeout_s=0.05, interval_s=0.01) is False
-
-
-def test_sample_until_answers_the_last_sample_done_or_not() -> None:
-    counter = iter(range(100))
-    assert sample_until(lambda: next(counter), lambda n: n >= 3, interval_s=0) == 3
-    samples: list[int] = []
-
-    def sample() -> int:
-        samples.append(len(samples))
-        return samples[-1]
-
-    last = sample_until(sample, lambda n: n < 0, timeout_s=0.05, interval_s=0.01)
-    assert last == samples[-1]

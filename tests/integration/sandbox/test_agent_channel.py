@@ -354,6 +354,7 @@ def test_an_agent_that_never_connects_is_reported_and_cleaned_up(
     state_dir: Path,
     docker_tracker: DockerTracker,
 ) -> None:
+    # it never connects: it sleeps (not a wait for anything) until the sandbox is removed
     silent = "import sys, time; print('silent agent here', file=sys.stderr); time.sleep(3600)"
     sandbox = make_session(
         change=lambda p: dataclasses.replace(p, command=["-c", silent]), start_timeout_s=3

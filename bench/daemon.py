@@ -8,11 +8,11 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 from bench.fixtures import Scene
+from bench.waiting import came_true
 from cloudrunner import client
 
 
@@ -50,19 +50,18 @@ class DaemonProcess:
             stdout=subprocess.DEVNULL,
             stderr=self._stderr,
         )
-        deadline = time.monotonic() + start_timeout_s
-        while True:
+
+        def answers() -> bool:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"cloudrunner serve exited: {self.log_tail()}")
             try:
-                if client.request(self.endpoint, "GET", "/healthz", timeout_s=5).status == 200:
-                    return
+                return client.request(self.endpoint, "GET", "/healthz", timeout_s=5).status == 200
             except client.Unreachable:
-                pass
-            if time.monotonic() > deadline:
-                self.close()
-                raise RuntimeError(f"cloudrunner serve did not answer: {self.log_tail()}")
-            time.sleep(0.05)
+                return False
+
+        if not came_true(answers, timeout_s=start_timeout_s, interval_s=0.05):
+            self.close()
+            raise RuntimeError(f"cloudrunner serve did not answer: {self.log_tail()}")
 
     @property
     def pid(self) -> int:

@@ -29,6 +29,8 @@ from typing import Any
 import docker
 import docker.errors
 
+from bench.waiting import came_true
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKER_UID = 10010
 
@@ -121,11 +123,8 @@ def main() -> int:
     )  # fmt: skip
     socket = paths["state"] / "cloudrunner.sock"
     try:
-        deadline = time.monotonic() + 120
-        while not socket.exists():
-            if time.monotonic() > deadline:
-                raise SystemExit(f"bench: the worker did not start:\n{container.logs().decode()}")
-            time.sleep(0.2)
+        if not came_true(socket.exists, timeout_s=120, interval_s=0.2):
+            raise SystemExit(f"bench: the worker did not start:\n{container.logs().decode()}")
         idle_rss = _worker_rss_kib(container)
 
         def event(conversation: int, n: int) -> dict[str, Any]:

@@ -24,6 +24,7 @@ import tomli_w
 
 from bench.daemon import cloudrunner_command, compiled_client
 from bench.parity.compare import WorkspaceFacts
+from bench.waiting import came_true
 from cloudrunner import client
 
 
@@ -106,20 +107,21 @@ class Daemon:
             stderr=self._stderr,
         )
         endpoint = client.Endpoint(str(self.socket))
-        deadline = time.monotonic() + 60
-        while True:
-            if self.proc.poll() is not None:
+        proc = self.proc
+
+        def answers() -> bool:
+            if proc.poll() is not None:
                 self._close()
                 raise DaemonFailed(f"cloudrunner serve exited: {self.log_tail()}")
             try:
-                if client.request(endpoint, "GET", "/healthz", timeout_s=5).status == 200:
-                    return self
+                return client.request(endpoint, "GET", "/healthz", timeout_s=5).status == 200
             except client.Unreachable:
-                pass
-            if time.monotonic() > deadline:
-                self._close()
-                raise DaemonFailed(f"cloudrunner serve did not answer: {self.log_tail()}")
-            time.sleep(0.05)
+                return False
+
+        if not came_true(answers, timeout_s=60, interval_s=0.05):
+            self._close()
+            raise DaemonFailed(f"cloudrunner serve did not answer: {self.log_tail()}")
+        return self
 
     def log_tail(self) -> str:
         try:

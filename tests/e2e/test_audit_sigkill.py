@@ -13,8 +13,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from tests.support.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 RECORD_CHARS = 4_000_000
@@ -55,9 +56,12 @@ def kill_mid_record(log: Path) -> tuple[int, int] | None:
         assert victim.stdin is not None
         victim.stdin.write(b"go\n")
         victim.stdin.flush()
-        # Bounded by the victim's own life: it exits once its record is written.
-        while log.stat().st_size == start and victim.poll() is None:
-            time.sleep(0)
+        # Polled without a pause (the kill must land mid-record); bounded by the victim's own
+        # life too: it exits once its record is written.
+        wait_for(
+            lambda: log.stat().st_size != start or victim.poll() is not None,
+            "the victim writing its record", interval_s=0,
+        )  # fmt: skip
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait(timeout=60)
     finally:

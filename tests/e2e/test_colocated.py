@@ -16,7 +16,6 @@ import json
 import os
 import shlex
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from tests.support.compose_services import run_arguments, service
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
 from tests.support.mounts import mount
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.docker, needs_root("mounts the workspace read-only, then writable")]
 
@@ -69,16 +69,19 @@ class Colocated:
         return code, out.decode()
 
     def wait_until_serving(self) -> None:
-        deadline = time.monotonic() + 180
-        while True:
+        def logs() -> str:
+            return self.worker.logs().decode(errors="replace")
+
+        def answers() -> bool:
             code, _ = self.agent.exec_run(["cloudrunner", "health"])
             if code == 0:
-                return
+                return True
             self.worker.reload()
-            if self.worker.status not in ("created", "running") or time.monotonic() > deadline:
-                logs = self.worker.logs().decode(errors="replace")
-                pytest.fail(f"the worker never answered:\n{logs}", pytrace=False)
-            time.sleep(0.5)
+            if self.worker.status not in ("created", "running"):
+                pytest.fail(f"the worker never answered:\n{logs()}", pytrace=False)
+            return False
+
+        wait_for(answers, "the worker answering", timeout_s=180, interval_s=0.5, explain=logs)
 
     def records(self, kind: str) -> list[dict[str, Any]]:
         return [r for r in self.deployment.records() if r["kind"] == kind]

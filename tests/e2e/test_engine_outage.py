@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from cloudrunner.version import identity
 from tests.e2e.conftest import Deployment
 from tests.support.ci import in_ci
 from tests.support.daemon_process import daemon_process
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.docker, pytest.mark.disruptive]
 
@@ -44,10 +44,10 @@ def _stop_dockerd() -> None:
     assert pids.split(), "no dockerd process to stop (is the engine a system service?)"
     for pid in pids.split():
         os.kill(int(pid), signal.SIGTERM)
-    deadline = time.monotonic() + 60
-    while _engine_answers() or _dockerd_running():
-        assert time.monotonic() < deadline, "dockerd did not stop within 60 s"
-        time.sleep(0.2)
+    wait_for(
+        lambda: not (_engine_answers() or _dockerd_running()), "dockerd stopped", timeout_s=60,
+        interval_s=0.2,
+    )  # fmt: skip
 
 
 def _dockerd_running() -> bool:
@@ -116,10 +116,10 @@ def test_engine_stopped_while_the_daemon_runs(deployment: Deployment) -> None:
             assert _answer(daemon.call("GET", "/healthz")) == {"status": "ok", **identity()}
         finally:
             subprocess.run(["bash", str(REPO / "scripts" / "docker-up")], check=True, timeout=120)
-        deadline = time.monotonic() + 60
-        while daemon.call("GET", "/readyz").status != 200:
-            assert time.monotonic() < deadline, "the daemon did not become ready again"
-            time.sleep(0.5)
+        wait_for(
+            lambda: daemon.call("GET", "/readyz").status == 200, "the daemon ready again",
+            timeout_s=60, interval_s=0.5,
+        )  # fmt: skip
         answer = _answer(daemon.event("beforeShellExecution", guard))
         assert "recursive delete" in answer["user_message"], answer
     finally:

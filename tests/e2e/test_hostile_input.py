@@ -9,7 +9,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from tests.e2e.conftest import Deployment, make_deployment
 from tests.support.daemon_process import DaemonProcess, daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
 from tests.support.mounts import fill, small_tmpfs
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -148,10 +148,12 @@ def test_a_long_search_stalls_no_other_session_or_health_check_in_serve(
                                                          event, env=env))
         )  # fmt: skip
         slow.start()
-        deadline = time.monotonic() + 120
-        while "cloudrunner_events_in_flight 1" not in daemon.call("GET", "/metrics").body.decode():
-            assert slow.is_alive() and time.monotonic() < deadline, result
-            time.sleep(0.05)
+
+        def in_flight() -> bool:
+            assert slow.is_alive(), result
+            return "cloudrunner_events_in_flight 1" in daemon.call("GET", "/metrics").body.decode()
+
+        wait_for(in_flight, "the search in flight", timeout_s=120, interval_s=0.05)
         assert daemon.call("GET", "/healthz").status == 200
         other = {**event, "conversation_id": "conv-2", "command": "ls"}
         answered = run_client(["hook", "beforeShellExecution"], other, env=env)
@@ -253,11 +255,12 @@ def _holding_hooks() -> list[dict[str, Any]]:
 
 def _wait_for_hooks(deployment: Deployment, alive: Callable[[], bool]) -> None:
     started = [deployment.workspace / f"started-{n}" for n in range(3)]
-    deadline = time.monotonic() + 240
-    while not all(p.exists() for p in started):
+
+    def all_started() -> bool:
         assert alive(), "the worker ended before its hooks started"
-        assert time.monotonic() < deadline, "the hooks never started"
-        time.sleep(0.1)
+        return all(p.exists() for p in started)
+
+    wait_for(all_started, "every hook started", timeout_s=240)
 
 
 def test_a_disk_that_fills_while_hooks_run_keeps_the_answer_and_verify_says_incomplete(

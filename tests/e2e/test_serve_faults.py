@@ -28,7 +28,7 @@ from tests.support.daemon_front import connect, read_all, still_open
 from tests.support.daemon_process import DaemonProcess, daemon_process, run_client
 from tests.support.docker_tracking import DockerTracker
 from tests.support.git_repos import git
-from tests.support.waiting import wait_for
+from tests.support.waiting import sample_until, wait_for
 
 TOKEN = "faults-token-0123456789abcdef"
 #: threads a burst may leave behind once the idle ones have exited (sweeper, timers)
@@ -110,12 +110,11 @@ def _settle(
 ) -> tuple[int, int]:
     """Wait (up to a generous timeout) until the daemon's idle worker threads have exited and
     its freed memory has been handed back; the thread count and RSS then."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        threads, rss = _proc_status(daemon)
-        if (threads <= threads_at_most and rss <= rss_at_most) or time.monotonic() > deadline:
-            return threads, rss
-        time.sleep(0.5)
+    return sample_until(
+        lambda: _proc_status(daemon),
+        lambda status: status[0] <= threads_at_most and status[1] <= rss_at_most,
+        timeout_s, interval_s=0.5,
+    )  # fmt: skip
 
 
 def _idle_level(
@@ -277,7 +276,7 @@ def test_slow_and_oversized_clients_are_cut_off_while_events_are_answered(
                         live.remove(sock)
                 if not live:
                     return
-                time.sleep(0.5)
+                time.sleep(0.5)  # pacing, not a wait: a slow client's next byte
 
         trickler = threading.Thread(target=trickle, daemon=True)
         trickler.start()

@@ -14,7 +14,6 @@ import json
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from tests.support.docker_tracking import DockerTracker
 from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan, otlp_receiver
 from tests.support.prometheus import value
 from tests.support.two_clients import missing_client, run_one
+from tests.support.waiting import sample_until
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
@@ -216,13 +216,12 @@ def test_a_hung_collector_loses_spans_counted_never_an_event(
 def _dropped_after(daemon: DaemonProcess, deadline_s: float) -> float:
     """cloudrunner_trace_spans_dropped_total once it rose above 0 (the export times out
     after OTEL_EXPORTER_OTLP_TIMEOUT; the daemon is asked until then)."""
-    end = time.monotonic() + deadline_s
-    while True:
+
+    def dropped() -> float:
         text = daemon.call("GET", "/metrics").body.decode()
-        dropped = value(text, "cloudrunner_trace_spans_dropped_total") or 0.0
-        if dropped > 0 or time.monotonic() > end:
-            return dropped
-        time.sleep(0.2)
+        return value(text, "cloudrunner_trace_spans_dropped_total") or 0.0
+
+    return sample_until(dropped, lambda n: n > 0, timeout_s=deadline_s, interval_s=0.2)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -27,6 +26,7 @@ from cloudrunner.audit import verify_log
 from cloudrunner.version import VERSION, commit
 from tests.e2e.conftest import Deployment, make_deployment
 from tests.support.docker_tracking import DockerTracker
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -99,16 +99,15 @@ class RunningWorker:
     def wait_until_serving(self, *endpoint: str) -> None:
         """Poll `cloudrunner health` until the daemon answers (bounded; fails with its log)."""
         where = endpoint or ("--socket", str(self.socket))
-        deadline = time.monotonic() + 180
-        while True:
+
+        def answers() -> bool:
             self.container.reload()
             if self.container.status not in ("created", "running"):
                 pytest.fail(f"the worker exited:\n{self.logs()}", pytrace=False)
-            if self.client("health", *where).returncode == 0:
-                return
-            if time.monotonic() > deadline:
-                pytest.fail(f"the worker never answered on {where}:\n{self.logs()}", pytrace=False)
-            time.sleep(0.5)
+            return self.client("health", *where).returncode == 0
+
+        wait_for(answers, f"the worker answering on {where}", timeout_s=180, interval_s=0.5,
+                 explain=self.logs)  # fmt: skip
 
     def logs(self) -> str:
         return self.container.logs().decode(errors="replace")

@@ -7,7 +7,6 @@ import json
 import shutil
 import socket
 import subprocess
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -18,6 +17,7 @@ from typing import Any, TypeVar
 import yaml
 
 from tests.support.ci import missing
+from tests.support.waiting import wait_for
 
 T = TypeVar("T")
 
@@ -142,17 +142,14 @@ class PrometheusServer:
 
     def wait(self, check: Callable[[], T | None], what: str, timeout_s: float = 30.0) -> T:
         """Poll `check` (Prometheus works on its own clock: a scrape, an evaluation)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
+
+        def answer() -> T | None:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise AssertionError(f"Prometheus exited ({self.proc.returncode}):\n{self.log()}")
-            answer = check()
-            if answer:
-                return answer
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no {what} within {timeout_s} s:\n{self.log()}")
-            time.sleep(0.25)
+            return check()
+
+        return wait_for(answer, what, timeout_s, interval_s=0.25, explain=self.log)
 
     def log(self) -> str:
         path = self.directory / "prometheus.log"

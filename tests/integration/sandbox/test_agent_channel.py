@@ -34,6 +34,7 @@ from cloudrunner.sandbox import (
 from tests.integration.sandbox.conftest import SandboxFactory
 from tests.integration.sandbox.test_hostile_hooks import next_hook_runs
 from tests.support.docker_tracking import DockerTracker
+from tests.support.waiting import came_true, wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -302,12 +303,13 @@ def test_a_peer_that_is_not_the_agent_is_refused_and_the_agent_still_connects(
 
 
 def _wait_for_socket(state_dir: Path, runner: threading.Thread) -> Path:
-    while runner.is_alive():
-        for directory in channel_dirs(state_dir):
-            if (directory / agent_channel.SOCKET_NAME).exists():
-                return directory
-        threading.Event().wait(0.02)
-    raise AssertionError("the sandbox finished before its socket appeared")
+    def channel() -> Path | None:
+        if not runner.is_alive():
+            raise AssertionError("the sandbox finished before its socket appeared")
+        dirs = channel_dirs(state_dir)
+        return next((d for d in dirs if (d / agent_channel.SOCKET_NAME).exists()), None)
+
+    return wait_for(channel, "the sandbox's socket", timeout_s=600, interval_s=0.02)
 
 
 CONNECTS_TWICE = IMPORT_AGENT + (
@@ -340,10 +342,7 @@ def test_an_agent_that_connects_twice_gets_one_channel(
     assert container is not None and container.channel == "socket"
     # The second connection was never accepted: the listener's end reset it (its hello
     # found the connection reset or, when the listener had closed first, the pipe broken).
-    for _ in range(600):
-        if "second connection:" in container.stderr_tail:
-            break
-        threading.Event().wait(0.05)
+    came_true(lambda: "second connection:" in container.stderr_tail, 60, 0.05)  # judged below
     ended = container.stderr_tail.partition("second connection: ")[2].split("\n")[0]
     assert ended in ("ConnectionResetError", "BrokenPipeError"), container.stderr_tail
     next_hook_runs(sandbox, workspace)
@@ -355,6 +354,7 @@ def test_an_agent_that_never_connects_is_reported_and_cleaned_up(
     state_dir: Path,
     docker_tracker: DockerTracker,
 ) -> None:
+    # it never connects: it sleeps (not a wait for anything) until the sandbox is removed
     silent = "import sys, time; print('silent agent here', file=sys.stderr); time.sleep(3600)"
     sandbox = make_session(
         change=lambda p: dataclasses.replace(p, command=["-c", silent]), start_timeout_s=3

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.sandbox import ExecRequest
 from tests.integration.sandbox.conftest import SandboxFactory
 from tests.support.docker_tracking import DockerTracker
+from tests.support.waiting import sample_until
 
 pytestmark = pytest.mark.docker
 
@@ -41,13 +41,12 @@ def test_network(
             working_dir="/tmp",
         )
     )
-    address = ""
-    for _ in range(100):
+
+    def server_address() -> str:
         server.reload()
-        address = server.attrs["NetworkSettings"]["Networks"][name]["IPAddress"]
-        if address:
-            break
-        time.sleep(0.1)
+        return str(server.attrs["NetworkSettings"]["Networks"][name]["IPAddress"] or "")
+
+    address = sample_until(server_address, bool, timeout_s=30, interval_s=0.1)
     assert address
     # The tracker removes the server and then the network, after the sandboxes are closed.
     yield name, address

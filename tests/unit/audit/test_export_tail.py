@@ -181,7 +181,7 @@ def test_tail_follow_as_a_process_prints_new_records(tmp_path: Path) -> None:
                     if stop.is_set():
                         return
                     writer.append("hook", {"n": n, "pad": "y" * 200})
-                    time.sleep(0.01)
+                    time.sleep(0.01)  # pacing, not a wait: records come while tail follows
 
         thread = threading.Thread(target=write)
         thread.start()

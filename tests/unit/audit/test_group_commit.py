@@ -19,8 +19,11 @@ import pytest
 
 from cloudrunner.audit import AuditLogError, AuditWriter, verify_log
 from cloudrunner.audit.group_commit import GroupCommit, SyncFailed
+from tests.support.waiting import wait_for
 
 THREADS = 8
+#: the waits here had no deadline but the suite's (900 s): a generous one of their own
+LONG_S = 600.0
 
 
 class SyncSpy:
@@ -63,15 +66,19 @@ def line_ends(path: Path) -> dict[int, int]:
 
 
 def wait_for_lines(path: Path, count: int) -> None:
-    """Until the file holds `count` lines (bounded by the condition, not by a clock)."""
-    while not path.exists() or path.read_bytes().count(b"\n") < count:
-        threading.Event().wait(0.001)
+    """Until the file holds `count` lines."""
+    wait_for(
+        lambda: path.exists() and path.read_bytes().count(b"\n") >= count,
+        f"{count} lines in the log", timeout_s=LONG_S, interval_s=0.001,
+    )  # fmt: skip
 
 
 def wait_for_arrivals(writer: AuditWriter, count: int) -> None:
     """Until `count` appends are under way (waiting for the lock or their sync)."""
-    while writer._arrivals < count:
-        threading.Event().wait(0.001)
+    wait_for(
+        lambda: writer._arrivals >= count, f"{count} appends under way", timeout_s=LONG_S,
+        interval_s=0.001,
+    )  # fmt: skip
 
 
 def test_concurrent_batches_are_durable_on_return_and_keep_one_chain(
@@ -141,8 +148,8 @@ def test_one_sync_covers_every_batch_appended_while_the_previous_one_ran(
     with writer:
         first = threading.Thread(target=writer.append, args=("hook", {"thread": 0}))
         first.start()
-        while spy.calls == 0:  # the first thread is now inside its sync
-            threading.Event().wait(0.001)
+        # the first thread is now inside its sync
+        wait_for(lambda: spy.calls > 0, "the first sync", timeout_s=LONG_S, interval_s=0.001)
         others = [
             threading.Thread(target=writer.append, args=("hook", {"thread": n}))
             for n in range(1, THREADS)
@@ -186,8 +193,7 @@ def test_a_failed_sync_fails_every_batch_it_covered_and_no_one_hangs(
 
         first = threading.Thread(target=appender, args=(0,))
         first.start()
-        while spy.calls == 0:
-            threading.Event().wait(0.001)
+        wait_for(lambda: spy.calls > 0, "the first sync", timeout_s=LONG_S, interval_s=0.001)
         others = [threading.Thread(target=appender, args=(n,)) for n in range(1, THREADS)]
         for thread in others:
             thread.start()

@@ -10,6 +10,10 @@ import pytest
 from cloudrunner.daemon.admission import Admission
 from cloudrunner.daemon.errors import DaemonError
 from cloudrunner.refusals import ErrorCode
+from tests.support.waiting import wait_for
+
+#: the waits here had no deadline but the suite's (900 s): a generous one of their own
+LONG_S = 600.0
 
 
 def test_an_event_is_counted_waiting_then_in_flight_then_gone() -> None:
@@ -27,8 +31,7 @@ def test_a_drain_refuses_new_events_and_waits_for_one_still_queued() -> None:
     drained: list[bool] = []
     drainer = threading.Thread(target=lambda: drained.append(admission.drain(60)))
     drainer.start()
-    while not admission.draining:  # the drain has begun (bounded by the condition)
-        threading.Event().wait(0.001)
+    wait_for(lambda: admission.draining, "the drain begun", timeout_s=LONG_S, interval_s=0.001)
     with pytest.raises(DaemonError) as refused:
         admission.queue()
     assert refused.value.code is ErrorCode.DRAINING
@@ -66,8 +69,10 @@ def test_slots_bound_the_events_in_flight() -> None:
     inside.wait()
     two = threading.Thread(target=second)
     two.start()
-    while admission.waiting != 1:  # the second waits for the one slot
-        threading.Event().wait(0.001)
+    wait_for(
+        lambda: admission.waiting == 1, "the second waiting for the one slot", timeout_s=LONG_S,
+        interval_s=0.001,
+    )  # fmt: skip
     assert seen == []
     leave.set()
     one.join()

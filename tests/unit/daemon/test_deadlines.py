@@ -8,21 +8,18 @@ import gc
 import threading
 import time
 import weakref
+from collections.abc import Callable
 
 from cloudrunner.daemon.deadlines import Deadlines
+from tests.support.waiting import came_true
 
 
 class _Conn:
     """A connection as the deadlines see it: any object, kept by weak reference."""
 
 
-def _until(condition: object, timeout_s: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
+def _until(condition: Callable[[], object], timeout_s: float = 30.0) -> bool:
+    return came_true(condition, timeout_s, interval_s=0.01)
 
 
 def test_due_deadlines_come_in_order_and_replaced_ones_never() -> None:

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
 from cloudrunner.daemon.threads import ElasticPool
+from tests.support.waiting import came_true
 
 
-def _until(condition: object, timeout_s: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return True
-        time.sleep(0.02)
-    return False
+def _until(condition: Callable[[], object], timeout_s: float = 30.0) -> bool:
+    return came_true(condition, timeout_s, interval_s=0.02)
 
 
 def test_never_more_threads_than_the_bound_and_every_item_runs() -> None:
@@ -64,7 +61,8 @@ def test_a_submit_racing_an_idle_exit_is_never_lost() -> None:
     pool = ElasticPool(2, idle_s=0.01, name="t")
     for round_ in range(300):
         assert pool.submit(lambda r=round_: r).result(10) == round_
-        time.sleep(0.0005 * (round_ % 30))  # land on both sides of the idle timeout
+        # deliberate timing, not a wait: the pauses land on both sides of the idle timeout
+        time.sleep(0.0005 * (round_ % 30))
     pool.shutdown()
 
 

@@ -24,6 +24,10 @@ from cloudrunner.refusals import ErrorCode
 
 #: how much of a body refused for its size is read and dropped before the connection closes
 DISCARD_CAP = 64 * 1024 * 1024
+#: how long a front keeps reading (and dropping) what a client still sends after an answer
+#: it closes on (400, 431): closed at once, a socket with unread bytes is reset, and the
+#: reset can reach the client before it has read the answer
+LINGER_S = 2.0
 
 
 class BadRequest(Exception):

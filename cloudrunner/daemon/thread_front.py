@@ -60,6 +60,7 @@ from cloudrunner.daemon.http_requests import (
     CONTINUE,
     DISCARD_CAP,
     HEADERS_TOO_LARGE,
+    LINGER_S,
     BadRequest,
     Incoming,
     RequestReader,
@@ -77,8 +78,6 @@ ACCEPT_BATCH = 64
 SHUT_WAIT_S = 10.0
 #: how long a connection answered with an error it closes on (400, 431) is read from, and
 #: what it sends dropped, before it is closed (see `ThreadServer._linger`)
-LINGER_S = 2.0
-
 _ONESHOT = select.EPOLLIN | select.EPOLLONESHOT
 _NEVER = float("inf")
 

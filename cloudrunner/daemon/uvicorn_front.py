@@ -16,6 +16,11 @@ listeners hand it bound sockets and share one loop).
 - A request whose body has fully arrived is answered even if the client closed its side
   right after sending it; and a body refused before it was read (413) is read and dropped
   before the connection closes, so the client sees the answer instead of a reset.
+- After an answer it closes on while the client may still be sending (431 for headers over
+  the cap, 400 for bytes that are not HTTP), the connection closes lingeringly: shut for
+  writing, then what still arrives is read and dropped until the client closes, for at
+  most `LINGER_S` and `DISCARD_CAP` bytes. Closed at once, the socket would be reset with
+  the client's bytes unread, and on TCP the reset reaches the client before the answer.
 """
 
 from __future__ import annotations
@@ -32,10 +37,12 @@ from cloudrunner import logs
 from cloudrunner.daemon.app import token_matches
 from cloudrunner.daemon.connections import ConnectionBook
 from cloudrunner.daemon.http_requests import (
+    BAD_REQUEST,
     DISCARD_CAP,
     HEADERS_BODY,
     HEADERS_STATUS,
     HEADERS_TOO_LARGE,
+    LINGER_S,
 )
 
 #: the uvicorn releases this module was written for (pyproject.toml pins the same range).
@@ -74,6 +81,7 @@ class GuardedProtocol(HttpToolsProtocol):
         self._discarded = 0
         self._requests = 0
         self._admitted = False
+        self._lingering = False
 
     # -- connection ----------------------------------------------------------------
 
@@ -91,6 +99,9 @@ class GuardedProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def eof_received(self) -> bool | None:  # type: ignore[override]
+        if self._lingering:  # the client has read the answer and closed: so do we
+            self.close("answered, then lingered until the client closed")
+            return None
         # the client closed its side: answer a request that has fully arrived, drop the rest
         if self.cycle is not None and not self.cycle.response_complete and self._message_done:
             self.cycle.keep_alive = False
@@ -103,6 +114,25 @@ class GuardedProtocol(HttpToolsProtocol):
             log.debug("server.connection_closed", reason=reason, client=self.client)
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
+
+    def _linger(self, answer: bytes, reason: str) -> None:
+        """Send `answer`, which the connection closes on while the client may still be
+        sending, then close lingeringly (this module's docstring says why)."""
+        if self.transport.is_closing() or self._lingering:
+            return  # closing already, or answered already (nothing is written after the end)
+        self.transport.write(answer)
+        if not self.transport.can_write_eof():
+            self.close(reason)
+            return
+        self.transport.write_eof()  # the client reads the answer, then the end
+        self._lingering = True
+        self._discarded = 0
+        self._arm(LINGER_S, reason)
+
+    def send_400_response(self, msg: str) -> None:
+        # uvicorn's answer to bytes that are not HTTP (the same bytes), closed lingeringly
+        # where uvicorn closes at once
+        self._linger(BAD_REQUEST, f"not HTTP: {msg}")
 
     # -- deadlines -----------------------------------------------------------------
 
@@ -118,16 +148,21 @@ class GuardedProtocol(HttpToolsProtocol):
     # -- parsing -------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering:  # after an answer the connection closes on: read and dropped
+            self._discarded += len(data)
+            if self._discarded > DISCARD_CAP:
+                self.close("over the discard cap while lingering")
+            return
         if self._in_headers:
             self._head_bytes += len(data)
-        super().data_received(data)
+        super().data_received(data)  # bytes that are not HTTP: answered 400, lingering
         if (
-            self._in_headers
+            not self._lingering
+            and self._in_headers
             and self._head_bytes > self.book.limits.max_header_bytes
             and not self.transport.is_closing()
         ):
-            self.transport.write(HEADERS_TOO_LARGE)
-            self.close("headers over server.max_header_bytes")
+            self._linger(HEADERS_TOO_LARGE, "headers over server.max_header_bytes")
 
     def on_message_begin(self) -> None:
         super().on_message_begin()

@@ -16,6 +16,7 @@ import pytest
 
 from cloudrunner.client import Endpoint, request
 from cloudrunner.daemon.core import Daemon
+from cloudrunner.daemon.http_requests import BAD_REQUEST, HEADERS_TOO_LARGE
 from cloudrunner.daemon.listeners import Listener, tcp_socket, unix_socket
 from cloudrunner.logs import configure_logging
 from cloudrunner.settings import load_settings
@@ -73,7 +74,10 @@ def test_silent_and_slow_header_clients_are_disconnected(unix: tuple[Path, Liste
     silent = connect(path)
     slow = connect(path)
     for byte in HEALTH[:8]:  # one byte at a time, never finishing the headers
-        slow.sendall(bytes([byte]))
+        try:
+            slow.sendall(bytes([byte]))
+        except (BrokenPipeError, ConnectionResetError):
+            break  # already cut off: on a busy machine the deadline passes mid-trickle
         assert healthy(path)
         time.sleep(0.05)  # pacing, not a wait: the header trickles in past its timeout
     assert closed(silent) and closed(slow)
@@ -148,6 +152,27 @@ def test_tcp_unauthenticated_connections_are_bounded_apart(tmp_path: Path) -> No
         assert read_all(bad).startswith(b"HTTP/1.1 401")
         for conn in [*strangers, bad]:
             conn.close()
+
+
+def test_a_tcp_client_still_sending_reads_its_431_or_400_then_the_end(tmp_path: Path) -> None:
+    """After an answer it closes on, the TCP front (uvicorn's) reads and drops what the
+    client still sends instead of closing at once: a socket closed with unread bytes is
+    reset, and on TCP the reset reached the client before the answer, every time."""
+    sock = tcp_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    big_head = b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * (1 << 20) + b"\r\n\r\n"
+    not_http = b"\x16\x03\x01 not http\r\n\r\n" + b"x" * (1 << 20)
+    with serving(_daemon(tmp_path), sock, TOKEN):
+        for raw, answer in ((big_head, HEADERS_TOO_LARGE), (not_http, BAD_REQUEST)):
+            for half_close in (True, False, True):
+                with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+                    conn.sendall(raw)  # drained by the front, so never a broken pipe
+                    if half_close:  # the front closes as soon as it sees the end
+                        conn.shutdown(socket.SHUT_WR)
+                    # otherwise the linger ends it: the answer, then the end, never a reset
+                    assert read_all(conn, reset_ends=False) == answer
+        good = Endpoint(None, "127.0.0.1", port, TOKEN)
+        assert request(good, "GET", "/healthz", timeout_s=30).status == 200
 
 
 @pytest.mark.parametrize("unix", [{"keepalive_max_requests": 3}], indirect=True)

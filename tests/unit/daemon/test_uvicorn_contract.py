@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[3]
 OVERRIDDEN = (
     "connection_made", "connection_lost", "data_received", "on_message_begin", "on_url",
     "on_header", "on_headers_complete", "on_body", "on_message_complete",
-    "on_response_complete",
+    "on_response_complete", "send_400_response",
 )  # fmt: skip
 
 

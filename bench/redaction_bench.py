@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cloudrunner.audit.pipeline import clean_record
+from cloudrunner.audit.processors import clean_record
 from cloudrunner.audit.redaction import excerpt
 
 STDERR = (

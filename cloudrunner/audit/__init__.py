@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cloudrunner.audit.chain import GENESIS_HASH, canonical_json, record_hash
-    from cloudrunner.audit.config import AuditConfig, FsyncPolicy
     from cloudrunner.audit.digest import PAYLOAD_TEXT_KEYS, TextDigest, digest_text, digest_value
-    from cloudrunner.audit.errors import AuditLogError
+    from cloudrunner.audit.failures import AuditLogError
     from cloudrunner.audit.lines import TornSpan
-    from cloudrunner.audit.pipeline import record_processors
+    from cloudrunner.audit.options import AuditConfig, FsyncPolicy
+    from cloudrunner.audit.processors import record_processors
     from cloudrunner.audit.records import EventFields, HookFields, RecordKind
     from cloudrunner.audit.redaction import REDACTED, excerpt, redact
     from cloudrunner.audit.verify import Problem, TornLine, VerifyReport, log_files, verify_log
@@ -26,12 +26,12 @@ if TYPE_CHECKING:
 # The names below are loaded on first use: `audit query` and `stats` read logs and should
 # not import the writer's pipeline (structlog, asyncio) to do so.
 _WHERE = {
-    "AuditConfig": "cloudrunner.audit.config",
-    "AuditLogError": "cloudrunner.audit.errors",
+    "AuditConfig": "cloudrunner.audit.options",
+    "AuditLogError": "cloudrunner.audit.failures",
     "AuditRecord": "cloudrunner.audit.writer",
     "AuditWriter": "cloudrunner.audit.writer",
     "EventFields": "cloudrunner.audit.records",
-    "FsyncPolicy": "cloudrunner.audit.config",
+    "FsyncPolicy": "cloudrunner.audit.options",
     "GENESIS_HASH": "cloudrunner.audit.chain",
     "HookFields": "cloudrunner.audit.records",
     "PAYLOAD_TEXT_KEYS": "cloudrunner.audit.digest",
@@ -49,7 +49,7 @@ _WHERE = {
     "excerpt": "cloudrunner.audit.redaction",
     "log_files": "cloudrunner.audit.verify",
     "record_hash": "cloudrunner.audit.chain",
-    "record_processors": "cloudrunner.audit.pipeline",
+    "record_processors": "cloudrunner.audit.processors",
     "redact": "cloudrunner.audit.redaction",
     "verify_log": "cloudrunner.audit.verify",
 }

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
-from cloudrunner.audit.errors import AuditLogError
+from cloudrunner.audit.failures import AuditLogError
 from cloudrunner.audit.filters import RecordFilter
 from cloudrunner.audit.reader import Entry, expand
 from cloudrunner.errors import ExitCode

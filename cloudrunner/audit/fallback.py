@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cloudrunner.audit.errors import AuditLogError
+from cloudrunner.audit.failures import AuditLogError
 from cloudrunner.audit.records import Entry, FallbackFields, RecordKind
 from cloudrunner.audit.writer import AuditWriter
 

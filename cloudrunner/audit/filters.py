@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from cloudrunner.audit.pipeline import format_time
+from cloudrunner.audit.processors import format_time
 from cloudrunner.audit.records import AnyRecord, RecordKind, view
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.event_names import EVENT_NAMES, STOP

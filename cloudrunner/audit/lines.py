@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cloudrunner.audit.chain import is_hash, record_hash
-from cloudrunner.audit.errors import AuditLogError
-from cloudrunner.audit.pipeline import ChainHead
+from cloudrunner.audit.failures import AuditLogError
+from cloudrunner.audit.processors import ChainHead
 from cloudrunner.audit.records import AnyRecord, TornSpanFields, any_record
 
 #: A writer killed while acknowledging torn bytes leaves one more torn line; more than this

@@ -28,7 +28,7 @@ from typing import IO, Any, NamedTuple, cast
 
 import orjson
 
-from cloudrunner.audit.errors import AuditLogError
+from cloudrunner.audit.failures import AuditLogError
 from cloudrunner.audit.records import AnyRecord
 
 Warn = Callable[[str], None]

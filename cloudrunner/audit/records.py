@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, NotRequired, TypedDict, c
 from cloudrunner.audit.digest import TextDigest
 
 if TYPE_CHECKING:
-    from cloudrunner.audit.pipeline import Cleaned
+    from cloudrunner.audit.processors import Cleaned
 
 
 class RecordKind(StrEnum):

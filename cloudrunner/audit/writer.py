@@ -33,15 +33,7 @@ from structlog import BoundLoggerBase
 from structlog.typing import Processor
 
 from cloudrunner.audit.chain import CHAIN_KEYS, GENESIS_HASH
-from cloudrunner.audit.config import (
-    DEFAULT_EXCERPT_CAP,
-    DEFAULT_FSYNC,
-    DEFAULT_FSYNC_INTERVAL,
-    DEFAULT_MAX_BYTES,
-    AuditConfig,
-    FsyncPolicy,
-)
-from cloudrunner.audit.errors import AuditLogError
+from cloudrunner.audit.failures import AuditLogError
 from cloudrunner.audit.group_commit import (
     DURABLE_NOW,
     Durability,
@@ -49,7 +41,15 @@ from cloudrunner.audit.group_commit import (
     SyncFailed,
 )
 from cloudrunner.audit.lines import LogTail, TornSpan, read_tail
-from cloudrunner.audit.pipeline import (
+from cloudrunner.audit.options import (
+    DEFAULT_EXCERPT_CAP,
+    DEFAULT_FSYNC,
+    DEFAULT_FSYNC_INTERVAL,
+    DEFAULT_MAX_BYTES,
+    AuditConfig,
+    FsyncPolicy,
+)
+from cloudrunner.audit.processors import (
     ChainHead,
     Cleaned,
     Clock,

@@ -9,7 +9,7 @@ from typing import Any
 
 from cloudrunner import workspace
 from cloudrunner.audit import AuditWriter, RecordKind
-from cloudrunner.audit.pipeline import Cleaned
+from cloudrunner.audit.processors import Cleaned
 from cloudrunner.audit.records import (
     DecisionFields,
     Entry,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from cloudrunner.audit.pipeline import clean_record, format_time, json_value, utc_now
+from cloudrunner.audit.processors import clean_record, format_time, json_value, utc_now
 from cloudrunner.audit.records import DecisionFields, HookFields, RecordKind
 from cloudrunner.replay.stream import STREAM_FORMAT, append_entry
 from cloudrunner.settings import Settings

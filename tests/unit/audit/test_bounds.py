@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from cloudrunner.audit.bounds import ID_CAP, TEXT_CAP, bounded, cap_for
 from cloudrunner.audit.chain import canonical_json
-from cloudrunner.audit.pipeline import clean_record
+from cloudrunner.audit.processors import clean_record
 from cloudrunner.audit.redaction import REDACTED
 
 

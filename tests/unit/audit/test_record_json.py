@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cloudrunner.audit.chain import canonical_json
-from cloudrunner.audit.pipeline import record_json
+from cloudrunner.audit.processors import record_json
 
 _SCALARS = (
     st.none()

@@ -15,7 +15,7 @@ from structlog.testing import LogCapture
 
 from cloudrunner.audit.chain import GENESIS_HASH, canonical_json, record_hash
 from cloudrunner.audit.digest import digest_text
-from cloudrunner.audit.pipeline import (
+from cloudrunner.audit.processors import (
     ChainHead,
     Cleaned,
     chain_and_render,
@@ -184,7 +184,7 @@ def _three_walks(fields: dict[str, Any], *, include_payload_text: bool) -> dict[
     (`redact_value` below the top-level names), each over the whole record (how the
     pipeline did it before one walk)."""
     from cloudrunner.audit.digest import PAYLOAD_TEXT_KEYS, digest_value
-    from cloudrunner.audit.pipeline import json_value
+    from cloudrunner.audit.processors import json_value
     from cloudrunner.audit.redaction import redact_value
 
     def digested(value: Any) -> Any:
@@ -231,7 +231,7 @@ _VALUES = st.recursive(
 def test_one_walk_gives_what_the_three_walks_gave(
     fields: dict[str, Any], include_payload_text: bool
 ) -> None:
-    from cloudrunner.audit.pipeline import clean_record
+    from cloudrunner.audit.processors import clean_record
 
     got = clean_record(fields, include_payload_text=include_payload_text)
     want = _three_walks(fields, include_payload_text=include_payload_text)
@@ -249,7 +249,7 @@ def test_one_walk_gives_what_the_three_walks_gave(
 def test_the_clean_step_names_the_field_it_cannot_store(
     fields: dict[str, Any], message: str
 ) -> None:
-    from cloudrunner.audit.pipeline import clean_record
+    from cloudrunner.audit.processors import clean_record
 
     with pytest.raises((TypeError, ValueError)) as caught:
         clean_record(fields, include_payload_text=False)

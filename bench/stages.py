@@ -25,7 +25,7 @@ from bench.fixtures import Scene, worker_id
 from bench.in_process import PooledWorker, event
 from cloudrunner.audit import writer
 from cloudrunner.docker_engine import connect
-from cloudrunner.event import intake, pipeline, records, sandboxes
+from cloudrunner.event import intake, pipeline, record_builders, sandboxes
 from cloudrunner.sandbox import session_sandbox
 
 _SPENT: dict[str, float] = collections.defaultdict(float)
@@ -58,7 +58,7 @@ def _instrument(worker: PooledWorker) -> None:
         (pipeline, "load_sources"),
         (pipeline, "build_plan"),
         (intake, "read"),
-        (records.HookRecords, "build"),
+        (record_builders.HookRecords, "build"),
         (sandboxes.EngineSandboxes, "open"),
         (session_sandbox.SessionSandbox, "run"),
         (writer._AuditLogger, "audit"),

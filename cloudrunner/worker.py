@@ -20,19 +20,19 @@ from cloudrunner import workspace
 from cloudrunner.audit import AuditWriter, TornAcknowledgement
 from cloudrunner.closing import ClosesOnExit
 from cloudrunner.egress.manager import Egress
-from cloudrunner.event.engine import Engine, reap_orphans
+from cloudrunner.event.engine_access import Engine, reap_orphans
 from cloudrunner.event.environments import EnvironmentImages
-from cloudrunner.event.errors import (
+from cloudrunner.event.homes import Homes
+from cloudrunner.event.pipeline import EventPipeline, EventReply
+from cloudrunner.event.sandbox_profiles import SandboxProfiles
+from cloudrunner.event.sandboxes import EngineSandboxes, SandboxProvider
+from cloudrunner.event.session import SessionStore
+from cloudrunner.event.stage_errors import (
     AUDIT_UNWRITABLE_EXIT,
     EventNotRecorded,
     PayloadRefused,
     Refusal,
 )
-from cloudrunner.event.homes import Homes
-from cloudrunner.event.pipeline import EventPipeline, EventReply
-from cloudrunner.event.profiles import SandboxProfiles
-from cloudrunner.event.sandboxes import EngineSandboxes, SandboxProvider
-from cloudrunner.event.session import SessionStore
 from cloudrunner.event.workspaces import Workspaces
 from cloudrunner.logs import get_logger
 from cloudrunner.protocol.profiles import Profile

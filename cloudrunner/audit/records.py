@@ -2,7 +2,7 @@
 
 One definition for both sides of the log. Every writer builds a kind's fields as its
 TypedDict (`HookFields`, `EgressFields`, ...; the event's records come from the builders of
-`cloudrunner.event.records`, the spool's from `audit.fallback`, the torn-write
+`cloudrunner.event.record_builders`, the spool's from `audit.fallback`, the torn-write
 acknowledgement from the writer itself), so mypy checks every key it writes; they hand
 it to the writer as an `Entry`, a kind paired with that kind's fields, so a kind written
 with another kind's fields is a mypy error too. The writer

@@ -2,5 +2,6 @@
 
 `pipeline` runs the stages in order; `intake` reads the payload once; `workspaces`,
 `homes`, `environments` and `sandboxes` each hold one kind of prepared thing and its cache;
-`profiles` sits below them all; `records` builds every record the event writes.
+`sandbox_profiles` sits below them all; `record_builders` builds every record the event
+writes.
 """

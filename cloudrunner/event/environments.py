@@ -13,8 +13,8 @@ from typing import Protocol
 from cloudrunner import images as project_environment
 from cloudrunner import workspace
 from cloudrunner.audit import AuditWriter, RecordKind
-from cloudrunner.event import records
-from cloudrunner.event.profiles import SandboxProfiles
+from cloudrunner.event import record_builders
+from cloudrunner.event.sandbox_profiles import SandboxProfiles
 from cloudrunner.event.sandboxes import SandboxProvider
 from cloudrunner.event.workspaces import locked
 from cloudrunner.protocol.outcomes import Outcome
@@ -101,11 +101,11 @@ class EnvironmentImages:
                         timeout_s=self.settings.workspace.install_timeout,
                     )
                 )
-            fields = records.environment(
+            fields = record_builders.environment(
                 self.audit, image=built.tag, image_id=built.image_id, built=built.built,
                 install=install, commit=ws.commit, result=result,
             )  # fmt: skip
-            records.append(self.audit, (RecordKind.ENVIRONMENT, fields))
+            record_builders.append(self.audit, (RecordKind.ENVIRONMENT, fields))
             if result.outcome is not Outcome.OK:
                 said = result.message or result.stderr.decode(errors="replace").strip()[-300:]
                 raise project_environment.EnvironmentBuildError(

@@ -13,7 +13,7 @@ from pathlib import Path
 from cloudrunner import workspace
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.event import hook_home
-from cloudrunner.event.profiles import SandboxProfiles
+from cloudrunner.event.sandbox_profiles import SandboxProfiles
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.settings import HomeSettings
 

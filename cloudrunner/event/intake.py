@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from cloudrunner.event.errors import Refusal
+from cloudrunner.event.stage_errors import Refusal
 from cloudrunner.protocol.errors import EventNotAvailable, UnknownEvent
 from cloudrunner.protocol.events import MAX_PAYLOAD_DEPTH, EventSpec, event_spec, payload_problem
 from cloudrunner.protocol.plan import DecodedPayload

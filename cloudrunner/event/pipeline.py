@@ -30,10 +30,9 @@ from cloudrunner.audit.records import Entry
 from cloudrunner.egress.credentials import RunAttribution
 from cloudrunner.egress.manager import Egress
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.event import hook_env, records, transcript
+from cloudrunner.event import hook_env, record_builders, transcript
 from cloudrunner.event import intake as intake_stage
 from cloudrunner.event.environments import EnvironmentImages
-from cloudrunner.event.errors import EventNotRecorded, PayloadRefused, Refusal
 from cloudrunner.event.homes import Home, Homes
 from cloudrunner.event.runner import SandboxSet, run_plan
 from cloudrunner.event.sandboxes import SandboxProvider, SandboxRequest
@@ -43,6 +42,7 @@ from cloudrunner.event.session import (
     SessionStateError,
     SessionStore,
 )
+from cloudrunner.event.stage_errors import EventNotRecorded, PayloadRefused, Refusal
 from cloudrunner.event.workspaces import Workspaces
 from cloudrunner.logs import get_logger
 from cloudrunner.protocol.errors import InvalidPayload
@@ -119,7 +119,7 @@ class EventPipeline:
         self.sandboxes = sandboxes
         self.egress = egress
         self.on_sources = on_sources
-        self.hook_records = records.HookRecords(audit)
+        self.hook_records = record_builders.HookRecords(audit)
         #: the operator's allowlisted variables of this process's environment, per source
         self.passed_env = hook_env.resolve_all(settings.hook_env.entries, os.environ)
 
@@ -142,11 +142,11 @@ class EventPipeline:
 
     def refuse(self, event: str, document: Mapping[str, Any], refusal: Refusal) -> NoReturn:
         """Record a refusal and raise PayloadRefused."""
-        fields = records.refused(
+        fields = record_builders.refused(
             event, document, refusal.message, keep_payload=refusal.keep_payload
         )
         try:
-            records.append(self.audit, (RecordKind.REFUSED, fields))
+            record_builders.append(self.audit, (RecordKind.REFUSED, fields))
         except (AuditLogError, OSError) as exc:
             raise EventNotRecorded(
                 f"{refusal.message}; and the refusal could not be recorded either ({exc})"
@@ -166,7 +166,7 @@ class EventPipeline:
             decision = self.workspaces.gate(ws.root)
         if not decision.open:
             answer = neutral_answer(name)
-            fields = records.gated(intake.ids(), document, decision, answer)
+            fields = record_builders.gated(intake.ids(), document, decision, answer)
             _, durable = self._append_first(name, (RecordKind.GATED, fields))
             with telemetry.span("audit.sync", {"cloudrunner.audit.records": "gated"}):
                 durable()
@@ -197,11 +197,11 @@ class EventPipeline:
         ws, access, roots_absent, sources, plan, state = admitted
         session = plan.conversation_id or f"run-{os.getpid()}"
         hooks = [hook.hook_id for hook in plan.hooks_to_run]
-        first = records.received(intake.ids(), session, ws, hooks, roots_absent)
+        first = record_builders.received(intake.ids(), session, ws, hooks, roots_absent)
         received, durable = self._append_first(
             name, (RecordKind.RECEIVED, first), runs=bool(plan.hooks_to_run)
         )
-        ids: records.RecordIds = {**intake.ids(), "event_seq": received["seq"]}
+        ids: record_builders.RecordIds = {**intake.ids(), "event_seq": received["seq"]}
         shown, homes, sandboxes = self._prepare_then_sync(
             lambda: self._prepare(plan, ws, session), durable
         )
@@ -238,7 +238,7 @@ class EventPipeline:
         with telemetry.span("merge"):
             merged = merge(plan, outcome.results, loops)
         unrecorded = list(loops.problems)
-        skipped = records.skipped(sources, state.source_hashes, ids)
+        skipped = record_builders.skipped(sources, state.source_hashes, ids)
         unrecorded += self._keep_session(name, plan, state, sources, merged.env)
         used_proxy = any(
             self.egress.policy(h.source_kind) == "allowlist"
@@ -246,7 +246,7 @@ class EventPipeline:
             if h.hook_id in outcome.executions
         )
         egress_records = self.egress.records(used_proxy)
-        closing = records.decision(
+        closing = record_builders.decision(
             ids, session, ws, intake.document, merged, len(outcome.results), (access, shown, homes)
         )
         written: list[Entry] = [
@@ -310,7 +310,7 @@ class EventPipeline:
         could not be. Written only when it changes: the state read for this event already
         holds these hashes on almost every event (a daemon would otherwise lock, read and
         compare the file each time)."""
-        hashes = {records.source_key(s): s.sha256 or "" for s in sources.sources}
+        hashes = {record_builders.source_key(s): s.sha256 or "" for s in sources.sources}
         if name != SESSION_START and state.source_hashes == hashes:
             return []
         try:

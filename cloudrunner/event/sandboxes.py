@@ -13,9 +13,9 @@ from typing import Protocol
 from cloudrunner import workspace
 from cloudrunner.egress.manager import Egress
 from cloudrunner.event import transcript
-from cloudrunner.event.engine import Engine
+from cloudrunner.event.engine_access import Engine
 from cloudrunner.event.homes import Home
-from cloudrunner.event.profiles import SandboxProfiles
+from cloudrunner.event.sandbox_profiles import SandboxProfiles
 from cloudrunner.event.workspaces import Workspaces
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.sandbox import agent_files

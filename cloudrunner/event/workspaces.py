@@ -17,8 +17,8 @@ from typing import Any
 from cloudrunner import workspace
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.event import gate
-from cloudrunner.event.errors import Refusal
-from cloudrunner.event.profiles import SandboxProfiles
+from cloudrunner.event.sandbox_profiles import SandboxProfiles
+from cloudrunner.event.stage_errors import Refusal
 from cloudrunner.logs import get_logger
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.refusals import ErrorCode

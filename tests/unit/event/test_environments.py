@@ -13,7 +13,7 @@ import pytest
 from cloudrunner import workspace
 from cloudrunner.audit import AuditWriter, verify_log
 from cloudrunner.event.environments import EnvironmentImages
-from cloudrunner.event.profiles import SandboxProfiles
+from cloudrunner.event.sandbox_profiles import SandboxProfiles
 from cloudrunner.images import project_image as project_environment
 from cloudrunner.images.project_image import EnvironmentBuildError, EnvironmentFileError
 from cloudrunner.protocol.profiles import SourceKind

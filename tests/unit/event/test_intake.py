@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cloudrunner.event import intake
-from cloudrunner.event.errors import Refusal
+from cloudrunner.event.stage_errors import Refusal
 from cloudrunner.protocol import plan
 from cloudrunner.protocol.events import event_spec
 from cloudrunner.protocol.profiles import Profile

@@ -197,8 +197,8 @@ def test_the_first_record_is_synced_after_the_preparation_and_before_the_hooks()
 
 
 def test_a_failed_preparation_still_syncs_the_record_and_a_failed_sync_gives_back() -> None:
-    from cloudrunner.event.errors import EventNotRecorded
     from cloudrunner.event.pipeline import EventPipeline, Prepared
+    from cloudrunner.event.stage_errors import EventNotRecorded
 
     synced: list[bool] = []
 

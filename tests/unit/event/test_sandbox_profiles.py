@@ -3,7 +3,7 @@ and bounded however many sessions' networks come and go."""
 
 from __future__ import annotations
 
-from cloudrunner.event.profiles import SandboxProfiles
+from cloudrunner.event.sandbox_profiles import SandboxProfiles
 from cloudrunner.settings import Settings
 
 

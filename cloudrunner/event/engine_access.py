@@ -8,7 +8,7 @@ import docker
 
 from cloudrunner import images as project_environment
 from cloudrunner.audit import AuditWriter, RecordKind
-from cloudrunner.event import records
+from cloudrunner.event import record_builders
 from cloudrunner.logs import get_logger
 from cloudrunner.sandbox import reaper
 from cloudrunner.sandbox.engine import EngineLink
@@ -50,5 +50,5 @@ def reap_orphans(client: docker.DockerClient, worker_id: str, audit: AuditWriter
         _log.warning("worker.reap_failed", problem=f"could not look for orphaned sandboxes: {exc}")
         return 0
     for orphan in orphans:
-        records.append(audit, (RecordKind.REAPED, records.reaped(orphan)))
+        record_builders.append(audit, (RecordKind.REAPED, record_builders.reaped(orphan)))
     return len(orphans)

@@ -24,7 +24,7 @@ from cloudrunner.egress.rules import SOURCE_KINDS, EgressSettings
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.memo import BoundedMemo
 from cloudrunner.protocol.profiles import SourceKind
-from cloudrunner.sandbox.diagnostics import note
+from cloudrunner.sandbox.sandbox_log import note
 
 #: how long to wait once for the proxy's last log lines after hooks that used it ran
 SETTLE_S = 0.05

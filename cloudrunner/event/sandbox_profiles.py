@@ -12,8 +12,8 @@ from pathlib import Path
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.memo import BoundedMemo
 from cloudrunner.protocol.profiles import SourceKind
+from cloudrunner.sandbox.container_plan import identity_for
 from cloudrunner.sandbox.limits import SandboxProfile, machine_cores, session_quota
-from cloudrunner.sandbox.plan import identity_for
 from cloudrunner.settings import Settings
 
 

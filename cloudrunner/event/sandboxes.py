@@ -20,8 +20,8 @@ from cloudrunner.event.workspaces import Workspaces
 from cloudrunner.protocol.profiles import SourceKind
 from cloudrunner.sandbox import agent_files
 from cloudrunner.sandbox.base import Sandbox, SandboxConfigError, SandboxLabels, SandboxSpec
+from cloudrunner.sandbox.container_plan import identity_for
 from cloudrunner.sandbox.factory import open_sandbox
-from cloudrunner.sandbox.plan import identity_for
 from cloudrunner.sandbox.session_pool import SessionPool
 
 

@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cloudrunner.sandbox import framing, plan
+from cloudrunner.sandbox import container_plan, framing
 from cloudrunner.sandbox.agent_files import STAGE_DIR
 
 #: the socket's name in its directory
@@ -126,8 +126,8 @@ class Listener:
             ) from None
         return cls(directory, dir_fd, sock)
 
-    def mount(self) -> plan.Mount:
-        return plan.Mount(str(self.directory), CONTAINER_DIR, True)
+    def mount(self) -> container_plan.Mount:
+        return container_plan.Mount(str(self.directory), CONTAINER_DIR, True)
 
     def env(self) -> dict[str, str]:
         """What the agent is told: the socket's path in the container and the token."""

@@ -16,7 +16,7 @@ import docker
 import docker.types
 
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.sandbox.plan import AGENT_CAPS, ContainerPlan
+from cloudrunner.sandbox.container_plan import AGENT_CAPS, ContainerPlan
 
 CPU_PERIOD_US = 100_000
 NO_NEW_PRIVILEGES = "no-new-privileges"

@@ -20,11 +20,11 @@ import docker.errors
 
 from cloudrunner.docker_engine import EngineUnavailable
 from cloudrunner.protocol.outcomes import Outcome
-from cloudrunner.sandbox import engine, hardening, plan
+from cloudrunner.sandbox import container_plan, engine, hardening
 from cloudrunner.sandbox.base import ExecRequest, ExecResult, SandboxSpec
-from cloudrunner.sandbox.diagnostics import note
 from cloudrunner.sandbox.docker_stream import STDERR, STDOUT, StreamDemux
 from cloudrunner.sandbox.prepared import PreparedSandbox
+from cloudrunner.sandbox.sandbox_log import note
 
 _CHUNK = 65536
 #: how long the engine may take to report a killed or finished container's state
@@ -69,13 +69,13 @@ class HookContainerSandbox(PreparedSandbox):
         for cid in live:
             _remove(client, cid)
 
-    def _plan(self, request: ExecRequest) -> plan.ContainerPlan:
+    def _plan(self, request: ExecRequest) -> container_plan.ContainerPlan:
         with self._lock:
             self._count += 1
             n = self._count
         profile = self.spec.profile
         user = f"{self._uid}:{self._gid}"
-        return plan.ContainerPlan(
+        return container_plan.ContainerPlan(
             image=profile.image,
             runtime=profile.runtime,
             user=user,
@@ -86,7 +86,7 @@ class HookContainerSandbox(PreparedSandbox):
             mounts=self._mounts,
             limits=profile.limits,
             network=profile.network,
-            labels=plan.sandbox_labels(self.spec, "hook"),
+            labels=container_plan.sandbox_labels(self.spec, "hook"),
             name=f"cloudrunner-{self._id}-{n}",
             hook_user=user,
         )
@@ -113,10 +113,10 @@ class HookContainerSandbox(PreparedSandbox):
         with self._lock:
             if self._closed:
                 return failed("the sandbox is closed")
-        problem = plan.cwd_problem(request.cwd, self._mounts)
+        problem = container_plan.cwd_problem(request.cwd, self._mounts)
         if problem:
             return failed(problem)
-        container_plan = self._plan(request)
+        plan = self._plan(request)
         try:
             client = self._link.client()
             runtime_problem = engine.runtime_network_problem(
@@ -131,7 +131,7 @@ class HookContainerSandbox(PreparedSandbox):
                 with self._lock:
                     self._live.add(new)
 
-            _, attested, sock = hardening.create_attached(client, container_plan, created)
+            _, attested, sock = hardening.create_attached(client, plan, created)
             attestation.update(attested)
             raw: socket.socket = sock._sock
             try:

@@ -8,7 +8,7 @@ import uuid
 import docker
 
 from cloudrunner.closing import ClosesOnExit
-from cloudrunner.sandbox import engine, plan
+from cloudrunner.sandbox import container_plan, engine
 from cloudrunner.sandbox.base import SandboxSpec
 
 
@@ -24,11 +24,11 @@ class PreparedSandbox(ClosesOnExit):
         client: docker.DockerClient | engine.EngineLink | None,
         id_prefix: str,
     ) -> None:
-        plan.validate_spec(spec)
+        container_plan.validate_spec(spec)
         self.spec = spec
         self._link = client if isinstance(client, engine.EngineLink) else engine.EngineLink(client)
-        self._uid, self._gid = plan.hook_identity(spec)
-        self._mounts = plan.data_mounts(spec)
+        self._uid, self._gid = container_plan.hook_identity(spec)
+        self._mounts = container_plan.data_mounts(spec)
         self._id = f"{id_prefix}-{uuid.uuid4().hex[:12]}"
         self._lock = threading.Lock()
         self._closed = False

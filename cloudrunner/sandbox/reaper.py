@@ -35,7 +35,7 @@ import docker.errors
 
 from cloudrunner.sandbox import agent_channel
 from cloudrunner.sandbox.base import HOST_LABEL, PID_LABEL, PROCESS_START_LABEL, WORKER_LABEL
-from cloudrunner.sandbox.plan import process_start
+from cloudrunner.sandbox.container_plan import process_start
 
 
 @dataclass(frozen=True)

@@ -31,13 +31,13 @@ import docker.errors
 
 from cloudrunner.docker_engine import EngineUnavailable
 from cloudrunner.protocol.outcomes import Outcome
-from cloudrunner.sandbox import agent_channel, engine, framing, hardening, plan
+from cloudrunner.sandbox import agent_channel, container_plan, engine, framing, hardening
 from cloudrunner.sandbox.agent_lifecycle import AgentLifecycle, Channel
 from cloudrunner.sandbox.base import ExecRequest, ExecResult, SandboxSpec
-from cloudrunner.sandbox.diagnostics import note
 from cloudrunner.sandbox.docker_stream import STDERR, STDOUT, StreamDemux
 from cloudrunner.sandbox.hook_container import HookContainerSandbox
 from cloudrunner.sandbox.prepared import PreparedSandbox
+from cloudrunner.sandbox.sandbox_log import note
 
 #: runtimes whose kernel shields a namespace's PID 1 from the signals of its members, so
 #: the agent may posix_spawn hooks (see agent.py); elsewhere it forks each one
@@ -53,7 +53,7 @@ def agent_argv(runtime: str) -> list[str]:
         "-S",
         "-B",
         "-c",
-        f"import sys; sys.path.insert(0, {plan.AGENT_ROOT!r}); "
+        f"import sys; sys.path.insert(0, {container_plan.AGENT_ROOT!r}); "
         f"from cloudrunner.sandbox.agent import main; raise SystemExit(main(spawn={spawn}))",
     ]
 
@@ -459,7 +459,7 @@ class SessionSandbox(PreparedSandbox):
                 attestation or {"isolation": "session"},
             )
 
-        problem = plan.cwd_problem(request.cwd, self._mounts)
+        problem = container_plan.cwd_problem(request.cwd, self._mounts)
         if problem:
             return failed(problem)
         try:
@@ -584,11 +584,11 @@ class SessionSandbox(PreparedSandbox):
         )
         container.shut()
 
-    def _plan(self, listener: agent_channel.Listener | None = None) -> plan.ContainerPlan:
+    def _plan(self, listener: agent_channel.Listener | None = None) -> container_plan.ContainerPlan:
         self._generation += 1
         profile = self.spec.profile
         channel_mounts = (listener.mount(),) if listener is not None else ()
-        return plan.ContainerPlan(
+        return container_plan.ContainerPlan(
             image=profile.image,
             runtime=profile.runtime,
             user="0:0",
@@ -596,12 +596,12 @@ class SessionSandbox(PreparedSandbox):
             entrypoint=["python3"],
             env=listener.env() if listener is not None else {},
             working_dir="/",
-            mounts=self._mounts + plan.agent_mounts(self.spec.agent_dir) + channel_mounts,
+            mounts=self._mounts + container_plan.agent_mounts(self.spec.agent_dir) + channel_mounts,
             limits=profile.limits,
             network=profile.network,
-            labels=plan.sandbox_labels(self.spec, "session"),
+            labels=container_plan.sandbox_labels(self.spec, "session"),
             name=f"cloudrunner-{self._id}-g{self._generation}",
-            cap_add=tuple(sorted(plan.AGENT_CAPS)),
+            cap_add=tuple(sorted(container_plan.AGENT_CAPS)),
             hook_user=f"{self._uid}:{self._gid}",
         )
 
@@ -619,7 +619,7 @@ class SessionSandbox(PreparedSandbox):
     def _start(self) -> _AgentContainer:
         profile = self.spec.profile
         listener, channel_reason = self._listen()
-        container_plan = self._plan(listener)
+        plan = self._plan(listener)
 
         def explain(exc: BaseException) -> str:
             return engine.describe(
@@ -647,7 +647,7 @@ class SessionSandbox(PreparedSandbox):
                 nonlocal cid
                 cid = new
 
-            _, attested, sock = hardening.create_attached(client, container_plan, created)
+            _, attested, sock = hardening.create_attached(client, plan, created)
             attestation: dict[str, Any] = {"isolation": "session", **attested}
             max_body = profile.limits.stdout_cap + profile.limits.stderr_cap
             container = _AgentContainer(client, cid, sock, max_body, attestation, listener)
@@ -698,7 +698,7 @@ class SessionSandbox(PreparedSandbox):
             )
         try:
             attestation.update(
-                hardening.check_agent_status(container.hello.get("status") or {}, container_plan)
+                hardening.check_agent_status(container.hello.get("status") or {}, plan)
             )
         except hardening.HardeningNotInForce as exc:
             container.fail(exc.message)

@@ -27,8 +27,8 @@ from cloudrunner.sandbox import (
     SessionSandbox,
     agent_channel,
     agent_files,
+    container_plan,
     framing,
-    plan,
     reaper,
 )
 from tests.integration.sandbox.conftest import SandboxFactory
@@ -38,10 +38,10 @@ from tests.support.waiting import came_true, wait_for
 
 pytestmark = pytest.mark.docker
 
-PlanChange = Callable[[plan.ContainerPlan], plan.ContainerPlan]
+PlanChange = Callable[[container_plan.ContainerPlan], container_plan.ContainerPlan]
 #: how a fake agent gets at the agent's files (mounted as in every session container)
 IMPORT_AGENT = (
-    f"import os, socket, sys, time; sys.path.insert(0, {plan.AGENT_ROOT!r}); "
+    f"import os, socket, sys, time; sys.path.insert(0, {container_plan.AGENT_ROOT!r}); "
     "from cloudrunner.sandbox import agent, framing; "
 )
 
@@ -51,7 +51,7 @@ class _Changed(SessionSandbox):
 
     change: PlanChange = staticmethod(lambda p: p)
 
-    def _plan(self, listener: agent_channel.Listener | None = None) -> plan.ContainerPlan:
+    def _plan(self, listener: agent_channel.Listener | None = None) -> container_plan.ContainerPlan:
         return type(self).change(super()._plan(listener))
 
 
@@ -260,7 +260,7 @@ def next_hook_runs_in_tmp(sandbox: SessionSandbox) -> ExecResult:
 def _delayed_until(go: Path) -> PlanChange:
     """The real agent, started once `go` exists in the (mounted) workspace."""
 
-    def change(p: plan.ContainerPlan) -> plan.ContainerPlan:
+    def change(p: container_plan.ContainerPlan) -> container_plan.ContainerPlan:
         wait = f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
         return dataclasses.replace(p, command=[*p.command[:-1], wait + p.command[-1]])
 
@@ -394,7 +394,7 @@ def test_an_agent_that_cannot_connect_keeps_the_attach_stream_and_says_why(
 ) -> None:
     elsewhere = f"{agent_channel.CONTAINER_DIR}/missing.sock"
 
-    def change(p: plan.ContainerPlan) -> plan.ContainerPlan:
+    def change(p: container_plan.ContainerPlan) -> container_plan.ContainerPlan:
         return dataclasses.replace(p, env={**p.env, framing.CHANNEL_SOCKET_ENV: elsewhere})
 
     sandbox = make_session(change=change)

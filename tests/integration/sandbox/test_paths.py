@@ -11,7 +11,7 @@ import pytest
 
 from cloudrunner.sandbox import ExecRequest, SandboxLabels, SandboxProfile, SandboxSpec
 from cloudrunner.sandbox.base import SandboxConfigError
-from cloudrunner.sandbox.plan import Mount, data_mounts
+from cloudrunner.sandbox.container_plan import Mount, data_mounts
 from tests.integration.sandbox.conftest import WORKSPACE_UID, SandboxFactory
 
 pytestmark = pytest.mark.docker

@@ -73,7 +73,7 @@ def test_this_process_is_never_reaped_but_a_gone_one_with_the_same_id_is(
     keep a container; its process being alive does."""
     import os
 
-    from cloudrunner.sandbox.plan import process_start
+    from cloudrunner.sandbox.container_plan import process_start
 
     gone = _orphan(docker_client, docker_tracker, runtime_image)
     mine = docker_client.containers.create(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cloudrunner.sandbox import agent_files, plan
+from cloudrunner.sandbox import agent_files, container_plan
 from cloudrunner.sandbox.base import SandboxConfigError
 
 PACKAGE_SANDBOX = Path(agent_files.__file__).resolve().parent
@@ -53,10 +53,10 @@ def test_an_unwritable_state_dir_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_agent_mounts_come_from_the_staged_directory(tmp_path: Path) -> None:
     staged = agent_files.stage(tmp_path)
-    mounts = plan.agent_mounts(staged)
+    mounts = container_plan.agent_mounts(staged)
     assert {m.source for m in mounts} == {str(staged / n) for n in agent_files.AGENT_FILES}
-    assert all(m.read_only and m.target.startswith(plan.AGENT_ROOT) for m in mounts)
-    default = plan.agent_mounts()
+    assert all(m.read_only and m.target.startswith(container_plan.AGENT_ROOT) for m in mounts)
+    default = container_plan.agent_mounts()
     assert {m.source for m in default} == {
         str(PACKAGE_SANDBOX / n) for n in agent_files.AGENT_FILES
     }

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cloudrunner.sandbox import hardening
+from cloudrunner.sandbox.container_plan import AGENT_CAPS, ContainerPlan, Mount
 from cloudrunner.sandbox.limits import MIB, SandboxLimits
-from cloudrunner.sandbox.plan import AGENT_CAPS, ContainerPlan, Mount
 
 IMAGE = {"Id": "sha256:abc", "Config": {"Env": ["PATH=/usr/bin:/bin", "LANG=C.UTF-8"]}}
 

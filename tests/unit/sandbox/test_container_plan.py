@@ -6,8 +6,7 @@ from pathlib import Path
 import pytest
 
 from cloudrunner.sandbox.base import SandboxConfigError, SandboxLabels, SandboxSpec
-from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID, SandboxProfile
-from cloudrunner.sandbox.plan import (
+from cloudrunner.sandbox.container_plan import (
     Mount,
     cwd_problem,
     data_mounts,
@@ -16,6 +15,7 @@ from cloudrunner.sandbox.plan import (
     sandbox_labels,
     validate_spec,
 )
+from cloudrunner.sandbox.limits import FALLBACK_HOOK_UID, SandboxProfile
 from tests.support.ci import needs_root
 
 LABELS = SandboxLabels("w1", "s1", "project")

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from cloudrunner.daemon.errors import draining
+from cloudrunner.daemon.request_errors import draining
 from cloudrunner.telemetry import waited
 
 

@@ -23,7 +23,6 @@ from typing import Any
 from cloudrunner.audit.fallback import IngestReport, ingest
 from cloudrunner.closing import ClosesOnExit
 from cloudrunner.daemon.admission import Admission
-from cloudrunner.daemon.errors import DaemonError
 from cloudrunner.daemon.fail_policy import PolicyBook
 from cloudrunner.daemon.metrics import DaemonMetrics
 from cloudrunner.daemon.registry import (
@@ -34,6 +33,7 @@ from cloudrunner.daemon.registry import (
     has_password,
     now,
 )
+from cloudrunner.daemon.request_errors import DaemonError
 from cloudrunner.egress.manager import EgressRulesError
 from cloudrunner.egress.proxy import EgressUnavailable
 from cloudrunner.errors import CloudrunnerError

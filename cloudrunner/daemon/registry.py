@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from cloudrunner.daemon.errors import unknown_session
+from cloudrunner.daemon.request_errors import unknown_session
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.worker import Worker
 from cloudrunner.workspace import redact_url

@@ -54,7 +54,6 @@ from cloudrunner.daemon.asgi import Message, Request, Response
 from cloudrunner.daemon.connections import ConnectionBook
 from cloudrunner.daemon.core import DEFAULT_SESSION, Daemon
 from cloudrunner.daemon.deadlines import Deadlines
-from cloudrunner.daemon.errors import DaemonError
 from cloudrunner.daemon.http_requests import (
     BAD_REQUEST,
     CONTINUE,
@@ -66,6 +65,7 @@ from cloudrunner.daemon.http_requests import (
     RequestReader,
     render,
 )
+from cloudrunner.daemon.request_errors import DaemonError
 from cloudrunner.refusals import BODIES, ErrorCode, Route
 
 #: threads beyond server.max_concurrent_events (for the other routes and for reading)

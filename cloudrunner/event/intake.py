@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from cloudrunner.event.stage_errors import Refusal
-from cloudrunner.protocol.errors import EventNotAvailable, UnknownEvent
 from cloudrunner.protocol.events import MAX_PAYLOAD_DEPTH, EventSpec, event_spec, payload_problem
 from cloudrunner.protocol.plan import DecodedPayload
 from cloudrunner.protocol.profiles import Profile
+from cloudrunner.protocol.protocol_errors import EventNotAvailable, UnknownEvent
 from cloudrunner.refusals import ErrorCode
 
 

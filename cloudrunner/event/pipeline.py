@@ -45,12 +45,12 @@ from cloudrunner.event.session import (
 from cloudrunner.event.stage_errors import EventNotRecorded, PayloadRefused, Refusal
 from cloudrunner.event.workspaces import Workspaces
 from cloudrunner.logs import get_logger
-from cloudrunner.protocol.errors import InvalidPayload
 from cloudrunner.protocol.event_names import SESSION_START
 from cloudrunner.protocol.events import neutral_answer
 from cloudrunner.protocol.merge import merge
 from cloudrunner.protocol.plan import Plan, build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
+from cloudrunner.protocol.protocol_errors import InvalidPayload
 from cloudrunner.refusals import ErrorCode
 from cloudrunner.replay.recording import record_event
 from cloudrunner.sandbox.base import HOOK_HOME, Sandbox

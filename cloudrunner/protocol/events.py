@@ -23,7 +23,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from cloudrunner.protocol import event_names
-from cloudrunner.protocol.errors import UnknownEvent
 from cloudrunner.protocol.event_names import (
     AFTER_AGENT_RESPONSE,
     AFTER_AGENT_THOUGHT,
@@ -47,6 +46,7 @@ from cloudrunner.protocol.event_names import (
     SUBAGENT_STOP,
     WORKSPACE_OPEN,
 )
+from cloudrunner.protocol.protocol_errors import UnknownEvent
 
 
 class _Input(BaseModel):

@@ -21,12 +21,12 @@ from pydantic import ValidationError
 
 from cloudrunner.protocol.claude_mapping import claude_match
 from cloudrunner.protocol.config import HookEntry
-from cloudrunner.protocol.errors import EventNotAvailable, InvalidPayload
 from cloudrunner.protocol.events import EventInput, EventSpec, event_spec
 from cloudrunner.protocol.matchers import DEFAULT_MATCH_TIMEOUT_S, match
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.planned_hook import PlannedHook
 from cloudrunner.protocol.profiles import Profile, SourceKind
+from cloudrunner.protocol.protocol_errors import EventNotAvailable, InvalidPayload
 from cloudrunner.protocol.results import HookResult, block_answer, skipped
 
 #: the timeout of a hook that does not give one (spec section 1 Decision; configurable)

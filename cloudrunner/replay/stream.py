@@ -31,8 +31,8 @@ from typing import Any, Literal
 import tomli_w
 
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.protocol.errors import UnknownEvent
 from cloudrunner.protocol.events import event_spec
+from cloudrunner.protocol.protocol_errors import UnknownEvent
 
 #: the `stream` value of recorded entries
 STREAM_FORMAT = 1

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from cloudrunner.daemon.admission import Admission
-from cloudrunner.daemon.errors import DaemonError
+from cloudrunner.daemon.request_errors import DaemonError
 from cloudrunner.refusals import ErrorCode
 from tests.support.waiting import wait_for
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from cloudrunner.daemon.errors import DaemonError
 from cloudrunner.daemon.registry import (
     DEFAULT_SESSION,
     DaemonSession,
     SessionInfo,
     SessionRegistry,
 )
+from cloudrunner.daemon.request_errors import DaemonError
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.refusals import ErrorCode
 

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from cloudrunner.protocol.errors import UnknownEvent
 from cloudrunner.protocol.events import (
     BLOCKING_EVENTS,
     CLOUD_EVENTS,
@@ -15,6 +14,7 @@ from cloudrunner.protocol.events import (
     event_spec,
     neutral_answer,
 )
+from cloudrunner.protocol.protocol_errors import UnknownEvent
 from cloudrunner.protocol.results import _InvalidOutput, parse_output
 
 BASE = {

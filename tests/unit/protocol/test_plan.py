@@ -5,10 +5,10 @@ import json
 import pytest
 
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.protocol.errors import EventNotAvailable, InvalidPayload, UnknownEvent
 from cloudrunner.protocol.outcomes import Outcome
 from cloudrunner.protocol.plan import DEFAULT_TIMEOUT_SECONDS, build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
+from cloudrunner.protocol.protocol_errors import EventNotAvailable, InvalidPayload, UnknownEvent
 from tests.unit.protocol.helpers import source
 
 E, T, P, U = SourceKind.ENTERPRISE, SourceKind.TEAM, SourceKind.PROJECT, SourceKind.USER

@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cloudrunner.protocol.config import parse_hooks_file
-from cloudrunner.protocol.errors import ProtocolError
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.loops import InMemoryLoopCounterStore
 from cloudrunner.protocol.merge import merge, run_tiers
 from cloudrunner.protocol.plan import build_plan
 from cloudrunner.protocol.profiles import Profile, SourceKind
+from cloudrunner.protocol.protocol_errors import ProtocolError
 from cloudrunner.protocol.results import Execution, ExecutionStatus
 from tests.unit.protocol.helpers import ParsedSource
 

@@ -24,12 +24,6 @@ PACKAGES = (
     "vm",
     "workspace",
 )
-#: module names said twice before the event path's modules move (issue 36 removes these);
-#: the check is that no new one appears
-KNOWN_TWICE = frozenset({
-    "config.py", "diagnostics.py", "engine.py", "errors.py", "gate.py", "pipeline.py",
-    "plan.py", "profiles.py", "records.py",
-})  # fmt: skip
 
 
 def _modules() -> list[Path]:
@@ -70,7 +64,7 @@ def _exported(init: Path) -> list[str]:
 def test_no_module_name_is_said_twice_outside_the_commands() -> None:
     names = Counter(p.name for p in _modules() if p.parent.name != "commands")
     twice = {name for name, count in names.items() if count > 1} - {"__init__.py"}
-    assert twice <= KNOWN_TWICE, sorted(twice - KNOWN_TWICE)
+    assert twice == set(), sorted(twice)
 
 
 @pytest.mark.parametrize("name", PACKAGES)

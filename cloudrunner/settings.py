@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from cloudrunner.egress.rules import EgressSettings
+from cloudrunner.egress import EgressSettings
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.protocol.profiles import (
     MANAGED_SOURCES,

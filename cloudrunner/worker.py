@@ -19,21 +19,24 @@ import docker
 from cloudrunner import workspace
 from cloudrunner.audit import AuditWriter, TornAcknowledgement
 from cloudrunner.closing import ClosesOnExit
-from cloudrunner.egress.manager import Egress
-from cloudrunner.event.engine_access import Engine, reap_orphans
-from cloudrunner.event.environments import EnvironmentImages
-from cloudrunner.event.homes import Homes
-from cloudrunner.event.pipeline import EventPipeline, EventReply
-from cloudrunner.event.sandbox_profiles import SandboxProfiles
-from cloudrunner.event.sandboxes import EngineSandboxes, SandboxProvider
-from cloudrunner.event.session import SessionStore
-from cloudrunner.event.stage_errors import (
+from cloudrunner.egress import Egress
+from cloudrunner.event import (
     AUDIT_UNWRITABLE_EXIT,
+    Engine,
+    EngineSandboxes,
+    EnvironmentImages,
     EventNotRecorded,
+    EventPipeline,
+    EventReply,
+    Homes,
     PayloadRefused,
     Refusal,
+    SandboxProfiles,
+    SandboxProvider,
+    SessionStore,
+    Workspaces,
+    reap_orphans,
 )
-from cloudrunner.event.workspaces import Workspaces
 from cloudrunner.logs import get_logger
 from cloudrunner.protocol.profiles import Profile
 from cloudrunner.refusals import ErrorCode

@@ -8,8 +8,9 @@ skipped, gated or refused (README.md, "The audit log" describes the format).
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from cloudrunner import lazy_export
 
 if TYPE_CHECKING:
     from cloudrunner.audit.chain import GENESIS_HASH, canonical_json, record_hash
@@ -56,12 +57,7 @@ _WHERE = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return lazy_export(globals(), _WHERE, name)
 
 
 __all__ = [

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from cloudrunner.command_groups import command_group
-from cloudrunner.event.gate import (
+from cloudrunner.event import (
     STATE_DIR_ENV,
     GateError,
     GateMode,

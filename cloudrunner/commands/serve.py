@@ -152,14 +152,14 @@ def command(args: argparse.Namespace) -> int:
         tcp = (host, port, read_token(settings.server.token_file))
     socket_path = settings.socket_path
     prepare_socket(socket_path)
-    from cloudrunner.daemon.listeners import new_loop
+    from cloudrunner.daemon import new_loop
 
     with asyncio.Runner(loop_factory=new_loop) as runner:
         return runner.run(_serve(settings, socket_path, tcp))
 
 
 async def _serve(settings: Settings, socket_path: Path, tcp: tuple[str, int, str] | None) -> int:
-    from cloudrunner.daemon.core import Daemon
+    from cloudrunner.daemon import Daemon
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -169,7 +169,7 @@ async def _serve(settings: Settings, socket_path: Path, tcp: tuple[str, int, str
     daemon = Daemon(settings)
     # reap first: a killed daemon's sandboxes are reaped (and recorded) before they go
     reaped = daemon.start()
-    from cloudrunner.daemon.listeners import (
+    from cloudrunner.daemon import (
         Front,
         raise_open_file_limit,
         tcp_socket,

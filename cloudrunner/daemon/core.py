@@ -34,10 +34,9 @@ from cloudrunner.daemon.registry import (
     now,
 )
 from cloudrunner.daemon.request_errors import DaemonError
-from cloudrunner.egress.manager import EgressRulesError
-from cloudrunner.egress.proxy import EgressUnavailable
+from cloudrunner.egress import EgressRulesError, EgressUnavailable
 from cloudrunner.errors import CloudrunnerError
-from cloudrunner.event import gate, hook_home
+from cloudrunner.event import GateMode, remove_homes, set_mode
 from cloudrunner.logs import get_logger
 from cloudrunner.protocol.event_names import SESSION_END
 from cloudrunner.protocol.events import EVENTS
@@ -301,7 +300,7 @@ class Daemon(ClosesOnExit):
             closed += self.pool.close_workspace(ws.root)
         session.worker.close()
         if self.settings.home.remove_with_session:
-            hook_home.remove_all(_session_homes(self.settings, session_id))
+            remove_homes(_session_homes(self.settings, session_id))
         return closed
 
     def egress_view(self) -> dict[str, Any]:
@@ -327,15 +326,15 @@ class Daemon(ClosesOnExit):
         return self.egress_view()
 
     def set_gate(self, session_id: str, state: str) -> dict[str, Any]:
-        modes = {"open": gate.GateMode.OPEN, "closed": gate.GateMode.CLOSED,
-                 "auto": gate.GateMode.AUTO}  # fmt: skip
+        modes = {"open": GateMode.OPEN, "closed": GateMode.CLOSED,
+                 "auto": GateMode.AUTO}  # fmt: skip
         if state not in modes:
             raise DaemonError(
                 f'"state" must be one of open, closed, auto, not {state!r}',
                 ErrorCode.INVALID_REQUEST,
             )
         session = self._session(session_id)
-        saved = gate.set_mode(session.gate_dir, modes[state])
+        saved = set_mode(session.gate_dir, modes[state])
         return {"session": session_id, "mode": saved.mode.value, "generation": saved.generation}
 
     def sessions(self) -> list[SessionInfo]:

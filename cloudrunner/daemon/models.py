@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, RootModel
 
-from cloudrunner.egress.rules import EgressRules
+from cloudrunner.egress import EgressRules
 
 
 class ErrorDetail(BaseModel):

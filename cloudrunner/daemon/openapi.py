@@ -19,7 +19,7 @@ from pydantic.json_schema import models_json_schema
 
 from cloudrunner import refusals
 from cloudrunner.daemon import models
-from cloudrunner.egress.rules import EgressRules
+from cloudrunner.egress import EgressRules
 from cloudrunner.protocol.events import EVENTS
 from cloudrunner.protocol.profiles import SOURCE_NAMES
 from cloudrunner.refusals import ErrorCode, Route

@@ -27,8 +27,7 @@ from typing import Any, NamedTuple, NoReturn
 from cloudrunner import telemetry, workspace
 from cloudrunner.audit import AuditLogError, AuditWriter, RecordKind
 from cloudrunner.audit.records import Entry
-from cloudrunner.egress.credentials import RunAttribution
-from cloudrunner.egress.manager import Egress
+from cloudrunner.egress import Egress, RunAttribution
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.event import hook_env, record_builders, transcript
 from cloudrunner.event import intake as intake_stage

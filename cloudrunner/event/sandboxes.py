@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from cloudrunner import workspace
-from cloudrunner.egress.manager import Egress
+from cloudrunner.egress import Egress
 from cloudrunner.event import transcript
 from cloudrunner.event.engine_access import Engine
 from cloudrunner.event.homes import Home

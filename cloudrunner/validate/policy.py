@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cloudrunner.egress.rules import domain_pattern
+from cloudrunner.egress import domain_pattern
 from cloudrunner.protocol.config import HookEntry
 from cloudrunner.protocol.diagnostic_codes import DiagnosticCode
 from cloudrunner.protocol.diagnostics import Diagnostic, error, info, warning

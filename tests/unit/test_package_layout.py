@@ -4,6 +4,7 @@ said twice, and the command layer is imported only from above it (cli.py)."""
 from __future__ import annotations
 
 import ast
+import importlib
 from collections import Counter
 from pathlib import Path
 
@@ -15,6 +16,9 @@ PACKAGE = Path(cloudrunner.__file__).parent
 #: the sub-packages whose public names their `__init__` exports
 PACKAGES = (
     "client",
+    "daemon",
+    "egress",
+    "event",
     "images",
     "replay",
     "shell",
@@ -72,9 +76,11 @@ def test_callers_outside_a_package_import_its_init(name: str) -> None:
     folder = PACKAGE / name
     inner = {_dotted(p) for p in folder.glob("*.py") if p.name != "__init__.py"}
     assert inner, f"{folder} holds no module"
-    #: a submodule imported only when needed, through the package (`from PKG import sub`),
+    #: a submodule imported only when needed, through the package (`from PKG import sub`) or
+    #: inside the one function that needs it (the settings check an operator's hook_env
+    #: entry with the event path's rules, which import the settings),
     #: and the submodules the `__init__` itself exports as modules (its `__all__` names them)
-    lazy = {"cloudrunner.client.no_daemon"} | {
+    lazy = {"cloudrunner.client.no_daemon", "cloudrunner.event.hook_env"} | {
         f"cloudrunner.{name}.{exported}" for exported in _exported(folder / "__init__.py")
     }
     reached = {
@@ -180,3 +186,16 @@ def test_no_module_imports_itself_through_others() -> None:
 
     for name in sorted(edges):
         visit(name, ())
+
+
+@pytest.mark.parametrize("name", ["audit", "daemon", "egress", "event"])
+def test_each_lazily_exported_name_resolves_to_what_its_module_holds(name: str) -> None:
+    package = importlib.import_module(f"cloudrunner.{name}")
+    where: dict[str, str] = package._WHERE
+    assert sorted(where) == sorted(package.__all__), "exported names and their places differ"
+    for exported, place in where.items():
+        module, _, attribute = place.partition(":")
+        held = getattr(importlib.import_module(module), attribute or exported)
+        assert getattr(package, exported) is held, f"cloudrunner.{name}.{exported}"
+    with pytest.raises(AttributeError, match=f"cloudrunner.{name}' has no attribute 'nope'"):
+        _ = package.nope

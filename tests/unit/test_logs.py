@@ -8,15 +8,13 @@ from __future__ import annotations
 import ast
 import json
 import re
-from pathlib import Path
 
 import pytest
 
-import cloudrunner
 from cloudrunner.errors import CloudrunnerError
 from cloudrunner.logs import configure_logging, get_logger
+from tests.support.package_sources import PACKAGE, package_sources
 
-PACKAGE = Path(cloudrunner.__file__).parent
 LOGS = PACKAGE / "logs.py"
 #: a log event's name: the part of the system, a dot, what happened in snake_case
 NAME_STYLE = re.compile(r"[a-z]+\.[a-z][a-z0-9]*(_[a-z0-9]+)*")
@@ -94,9 +92,7 @@ def log_events(source: str) -> list[tuple[int, ast.expr | None]]:
 
 def _package_log_events() -> list[tuple[str, int, ast.expr | None]]:
     return [
-        (str(path.relative_to(PACKAGE)), line, name)
-        for path in sorted(PACKAGE.rglob("*.py"))
-        for line, name in log_events(path.read_text())
+        (where, line, name) for where, text in package_sources() for line, name in log_events(text)
     ]
 
 
@@ -143,10 +139,8 @@ def test_every_logger_comes_from_get_logger() -> None:
     """No module makes its own structlog logger (it would skip `get_logger`'s default
     configuration: structlog's own default prints to stdout, the agent's answer)."""
     direct = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if path == LOGS:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
+    for where, text in package_sources(LOGS):
+        for node in ast.walk(ast.parse(text)):
             if (
                 isinstance(node, ast.Attribute)
                 and node.attr == "get_logger"
@@ -156,5 +150,5 @@ def test_every_logger_comes_from_get_logger() -> None:
                 and (node.module or "").startswith("structlog")
                 and any(alias.name == "get_logger" for alias in node.names)
             ):
-                direct.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+                direct.append(f"{where}:{node.lineno}")
     assert direct == []

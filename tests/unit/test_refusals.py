@@ -13,6 +13,7 @@ from cloudrunner import refusals
 from cloudrunner.daemon.core import DaemonError
 from cloudrunner.refusals import ErrorCode, Route
 from docsgen import error_codes
+from tests.support.package_sources import package_sources
 
 ROOT = Path(__file__).resolve().parents[2]
 API_PAGE = ROOT / "docs" / "reference" / "api.md"
@@ -50,10 +51,8 @@ def test_no_docstring_lists_error_codes_by_hand() -> None:
     it points at `cloudrunner.refusals` instead (one code of its own is fine)."""
     values = {code.value for code in ErrorCode}
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if path == PACKAGE / "refusals.py":
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
+    for where, text in package_sources(PACKAGE / "refusals.py"):
+        for node in ast.walk(ast.parse(text)):
             if not isinstance(
                 node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
             ):
@@ -61,7 +60,7 @@ def test_no_docstring_lists_error_codes_by_hand() -> None:
             doc = ast.get_docstring(node) or ""
             named = {v for v in values if re.search(rf"(?<![\w-]){re.escape(v)}(?![\w-])", doc)}
             if len(named) > 1:
-                found.append(f"{path.relative_to(ROOT)}:{getattr(node, 'name', '')} {named}")
+                found.append(f"cloudrunner/{where}:{getattr(node, 'name', '')} {named}")
     assert not found
 
 

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-import cloudrunner
 from cloudrunner.protocol.config import parse_hooks_file
 from cloudrunner.protocol.diagnostic_codes import MEANINGS, DiagnosticCode
 from cloudrunner.sources import SourceSettings, SourceStatus, forget_loaded_sources, load_sources
+from tests.support.package_sources import PACKAGE, package_sources
 
-PACKAGE = Path(cloudrunner.__file__).parent
 DEFINING = PACKAGE / "protocol" / "diagnostic_codes.py"
 #: where a code is still spelled out, and why (none left)
 KNOWN_SPELLED: set[tuple[str, str]] = set()
@@ -27,11 +26,8 @@ def _spelled() -> set[tuple[str, str]]:
     `.code`, anywhere in the package but its defining module."""
     codes = {str(code) for code in DiagnosticCode}
     found: set[tuple[str, str]] = set()
-    for path in PACKAGE.rglob("*.py"):
-        if path == DEFINING:
-            continue
-        where = str(path.relative_to(PACKAGE))
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for where, text in package_sources(DEFINING):
+        for node in ast.walk(ast.parse(text, where)):
             literals: list[ast.expr] = []
             if isinstance(node, ast.Call) and node.args:
                 func = node.func
@@ -55,9 +51,8 @@ def test_no_code_is_spelled_outside_its_defining_module() -> None:
 
 def test_every_code_is_used_somewhere() -> None:
     used: set[str] = set()
-    for path in PACKAGE.rglob("*.py"):
-        if path != DEFINING:
-            used.update(re.findall(r"DiagnosticCode\.([A-Z0-9_]+)", path.read_text()))
+    for _, text in package_sources(DEFINING):
+        used.update(re.findall(r"DiagnosticCode\.([A-Z0-9_]+)", text))
     used.update(DiagnosticCode(code).name for _, code in KNOWN_SPELLED)
     assert {c.name for c in DiagnosticCode} - used == set()
 

@@ -10,12 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import cloudrunner
 from cloudrunner.protocol import event_names
 from cloudrunner.protocol.claude_mapping import CLAUDE_EVENTS
 from cloudrunner.protocol.events import EVENTS, suggest_event
+from tests.support.package_sources import PACKAGE, package_sources
 
-PACKAGE = Path(cloudrunner.__file__).parent
 DEFINING = PACKAGE / "protocol" / "event_names.py"
 
 CURSOR = set(event_names.EVENT_NAMES)
@@ -78,11 +77,8 @@ def _spelled() -> set[tuple[str, str]]:
     """Every string in the package outside event_names.py that is an event name, or holds
     a camelCase one in its text (a message, a help text)."""
     found: set[tuple[str, str]] = set()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if path == DEFINING:
-            continue
-        where = str(path.relative_to(PACKAGE))
-        tree = ast.parse(path.read_text(), str(path))
+    for where, text in package_sources(DEFINING):
+        tree = ast.parse(text, where)
         skip = _exempt(tree, where)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Constant) or not isinstance(node.value, str):

@@ -5,13 +5,11 @@ package a kind is the enum, never its name written out."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-import cloudrunner
 from cloudrunner.protocol.claude_mapping import ClaudeOrigin
 from cloudrunner.protocol.profiles import MANAGED_NAMES, SOURCE_NAMES, SourceKind
+from tests.support.package_sources import PACKAGE, package_sources
 
-PACKAGE = Path(cloudrunner.__file__).parent
 DEFINING = {PACKAGE / "protocol" / "profiles.py", PACKAGE / "protocol" / "claude_mapping.py"}
 KINDS = {str(kind) for kind in SourceKind} | {str(origin) for origin in ClaudeOrigin}
 #: strings spelled like a kind that name something else, and what
@@ -52,10 +50,9 @@ def kind_literals(source: str) -> list[str]:
 
 def test_no_kind_is_spelled_outside_its_defining_module() -> None:
     spelled = {
-        (str(path.relative_to(PACKAGE)), literal)
-        for path in sorted(PACKAGE.rglob("*.py"))
-        if path not in DEFINING
-        for literal in kind_literals(path.read_text())
+        (where, literal)
+        for where, text in package_sources(*DEFINING)
+        for literal in kind_literals(text)
     }
     assert spelled - NOT_KINDS.keys() == set()
 
@@ -103,9 +100,9 @@ def str_of_kinds(source: str) -> list[str]:
 
 def test_no_source_kind_is_turned_into_a_string_to_be_passed_on() -> None:
     converted = {
-        (str(path.relative_to(PACKAGE)), expression)
-        for path in sorted(PACKAGE.rglob("*.py"))
-        for expression in str_of_kinds(path.read_text())
+        (where, expression)
+        for where, text in package_sources()
+        for expression in str_of_kinds(text)
     }
     assert converted - STR_OF_KIND.keys() == set()
     assert STR_OF_KIND.keys() - converted == set()  # an entry whose call has gone
